@@ -1,0 +1,1 @@
+"""AQUA-Bench tasks for lm-evaluation-harness: unanswerable audio questions."""

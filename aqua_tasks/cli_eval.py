@@ -1,0 +1,35 @@
+"""`aqua-eval`: lm-eval's CLI with the AQUA tasks, metrics and models loaded first."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from aqua_tasks.registration import register_all, task_config_dir
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run lm-eval's command line with our task folder on the include path."""
+    from lm_eval._cli import HarnessCLI
+    from lm_eval.utils import setup_logging
+
+    register_all()
+    setup_logging()
+    saved_argv = sys.argv
+    # lm-eval's parser reads sys.argv itself (it inserts the implicit `run` subcommand there).
+    sys.argv = ["aqua-eval", *(sys.argv[1:] if argv is None else argv)]
+    try:
+        parser = HarnessCLI()
+        args = parser.parse_args()
+        if hasattr(args, "include_path"):
+            # The CLI accepts one folder; lm-eval's TaskManager accepts a list, ours first.
+            extra = args.include_path
+            args.include_path = [str(task_config_dir())] + ([extra] if extra else [])
+        parser.execute(args)
+    finally:
+        sys.argv = saved_argv
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

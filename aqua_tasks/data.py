@@ -1,0 +1,241 @@
+"""Load and validate the released AQUA-Bench question files."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TRACKS: tuple[str, ...] = ("animal", "music", "vocal")
+TYPES: tuple[str, ...] = ("Solvable", "AAD", "IASD", "IAQD")
+UNANSWERABLE_TYPES: tuple[str, ...] = ("AAD", "IASD", "IAQD")
+
+TRACK_FILE_STEMS: dict[str, str] = {
+    "animal": "AQUA-Bench-Animal-Sounds-Track",
+    "music": "AQUA-Bench-Music-Instruments-Sounds-Track",
+    "vocal": "AQUA-Bench-Vocal-Sounds-Track",
+}
+VARIANT_SUFFIXES: dict[str, str] = {
+    "main": "",
+    "option_design1": "-Option-Design1",
+    "option_design2": "-Option-Design2",
+    "uncertainty": "-Uncertainty",
+}
+# The two rejection option strings of each released design: (absent answer, unanswerable).
+REJECTION_STRINGS: dict[str, tuple[str, str]] = {
+    "main": ("None of the above", "Unanswerable"),
+    "option_design1": ("No correct answer", "Cannot be determined from the given information"),
+    "option_design2": ("All answers are incorrect", "Insufficient information to answer"),
+    "uncertainty": ("None of the above", "Unanswerable"),
+}
+# Where the true class of a clip is stored: Music reuses the Vocal key in the release.
+CLASS_KEYS: dict[str, str] = {
+    "animal": "audio_animal",
+    "music": "audio_vocal",
+    "vocal": "audio_vocal",
+}
+
+DATA_HELP = (
+    "Download the released question files (AQUA-Bench-*-Track*.json) from the AQUA-Bench "
+    "authors' public repository and pass their folder as data_dir, e.g. "
+    '--metadata \'{"data_dir": "/path/to/AQUA-Bench", "audio_root": "/path/to/audio"}\'.'
+)
+REQUIRED_KEYS: tuple[str, ...] = ("id", "type", "question", "options", "answer", "audio_filename")
+
+
+class AquaDataError(ValueError):
+    """A released question file is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class AquaItem:
+    """One question of AQUA-Bench, validated, with its clip identity."""
+
+    id: int
+    track: str
+    variant: str
+    type: str
+    subtype: str
+    question: str
+    options: tuple[str, ...]
+    answer: str
+    answer_index: int
+    audio_filename: str
+    true_class: str
+    flags: tuple[str, ...] = field(default=())
+
+    @property
+    def clip_key(self) -> str:
+        """Identity of the clip the four items of a group share (never `audio_id`)."""
+        return f"{self.track}|{self.variant}|{self.audio_filename}"
+
+    @property
+    def rejection_strings(self) -> tuple[str, str]:
+        """The rejection option strings of this item's design."""
+        return REJECTION_STRINGS[self.variant]
+
+
+def check_track(track: str) -> str:
+    """Validate a track name."""
+    if track not in TRACKS:
+        raise AquaDataError(f"unknown track {track!r}; expected one of {', '.join(TRACKS)}")
+    return track
+
+
+def check_variant(variant: str) -> str:
+    """Validate a variant name."""
+    if variant not in VARIANT_SUFFIXES:
+        raise AquaDataError(
+            f"unknown variant {variant!r}; expected one of {', '.join(VARIANT_SUFFIXES)}"
+        )
+    return variant
+
+
+def track_file(data_dir: str | Path, track: str, variant: str = "main") -> Path:
+    """Path of the released JSON file of a track and variant under `data_dir`."""
+    check_track(track)
+    check_variant(variant)
+    if data_dir is None or str(data_dir) == "":
+        raise AquaDataError(f"no data_dir given. {DATA_HELP}")
+    root = Path(data_dir).expanduser()
+    if not root.is_dir():
+        raise AquaDataError(f"data_dir {str(root)!r} is not a directory. {DATA_HELP}")
+    path = root / f"{TRACK_FILE_STEMS[track]}{VARIANT_SUFFIXES[variant]}.json"
+    if not path.is_file():
+        raise AquaDataError(f"{path.name} not found in data_dir {str(root)!r}. {DATA_HELP}")
+    return path
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"[\s_]+", " ", text).strip().lower()
+
+
+def item_flags(
+    track: str, item_type: str, options: Sequence[str], true_class: str
+) -> tuple[str, ...]:
+    """Known defects of a released item (kept as released; flagged for per-item output)."""
+    flags = []
+    normalised = [_normalise(o) for o in options]
+    if len(set(normalised)) < len(normalised):
+        flags.append("duplicate_options")
+    if item_type == "IASD" and true_class and _normalise(true_class) in normalised:
+        flags.append("true_class_listed")
+    return tuple(flags)
+
+
+def parse_item(raw: object, *, track: str, variant: str, where: str) -> AquaItem:
+    """Validate one released entry; errors name `where` (file and position) and the field."""
+    if not isinstance(raw, dict):
+        raise AquaDataError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+    missing = [k for k in REQUIRED_KEYS if k not in raw]
+    if missing:
+        raise AquaDataError(f"{where}: missing key(s) {', '.join(missing)}")
+    item_type = raw["type"]
+    if item_type not in TYPES:
+        raise AquaDataError(f"{where}: field 'type' is {item_type!r}; expected one of {TYPES}")
+    options = raw["options"]
+    if (
+        not isinstance(options, list)
+        or not 2 <= len(options) <= 26
+        or not all(isinstance(o, str) for o in options)
+    ):
+        raise AquaDataError(f"{where}: field 'options' must be a list of 2-26 strings")
+    answer = raw["answer"]
+    if not isinstance(answer, str) or answer not in options:
+        raise AquaDataError(f"{where}: field 'answer' {answer!r} is not one of its options")
+    for key in ("question", "audio_filename"):
+        if not isinstance(raw[key], str) or not raw[key].strip():
+            raise AquaDataError(f"{where}: field {key!r} must be a non-empty string")
+    try:
+        item_id = int(raw["id"])
+    except (TypeError, ValueError):
+        raise AquaDataError(f"{where}: field 'id' must be an integer, got {raw['id']!r}") from None
+    true_class = str(raw.get(CLASS_KEYS[track]) or "")
+    return AquaItem(
+        id=item_id,
+        track=track,
+        variant=variant,
+        type=item_type,
+        subtype=str(raw.get("subtype") or ""),
+        question=raw["question"],
+        options=tuple(options),
+        answer=answer,
+        answer_index=options.index(answer),
+        audio_filename=raw["audio_filename"],
+        true_class=true_class,
+        flags=item_flags(track, item_type, options, true_class),
+    )
+
+
+def parse_items(entries: object, *, track: str, variant: str, source: str) -> list[AquaItem]:
+    """Validate a released list of entries: unique ids, four types per clip."""
+    if not isinstance(entries, list):
+        raise AquaDataError(f"{source}: expected a JSON list of questions")
+    items = [
+        parse_item(raw, track=track, variant=variant, where=f"{source}: entry {i}")
+        for i, raw in enumerate(entries)
+    ]
+    seen: dict[int, int] = {}
+    for i, item in enumerate(items):
+        if item.id in seen:
+            raise AquaDataError(
+                f"{source}: entry {i}: duplicate id {item.id} (first at entry {seen[item.id]})"
+            )
+        seen[item.id] = i
+    per_clip: dict[str, list[str]] = {}
+    for item in items:
+        per_clip.setdefault(item.clip_key, []).append(item.type)
+    for clip, types in per_clip.items():
+        if len(types) != len(set(types)):
+            raise AquaDataError(
+                f"{source}: clip {clip.split('|', 2)[2]!r} has repeated types {sorted(types)}"
+            )
+    return items
+
+
+def load_json_file(path: str | Path) -> object:
+    """Read a JSON file; errors name the file and the position of a syntax error."""
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        raise AquaDataError(f"{path}: file not found") from None
+    except json.JSONDecodeError as error:
+        raise AquaDataError(
+            f"{path}: malformed JSON at line {error.lineno} column {error.colno}: {error.msg}"
+        ) from None
+
+
+def load_items(data_dir: str | Path, track: str, variant: str = "main") -> list[AquaItem]:
+    """Load and validate all items of one released track file."""
+    path = track_file(data_dir, track, variant)
+    return parse_items(load_json_file(path), track=track, variant=variant, source=str(path))
+
+
+def detect_variant(options_lists: Sequence[Sequence[str]]) -> str:
+    """Guess the design from the rejection strings present in the options (main if unsure)."""
+    present = {o for options in options_lists for o in options}
+    for variant in ("option_design1", "option_design2"):
+        if any(s in present for s in REJECTION_STRINGS[variant]):
+            return variant
+    return "main"
+
+
+def detect_track(name: str, entries: Sequence[dict]) -> str | None:
+    """Guess the track from a file name or the entries' audio paths and class keys."""
+    lowered = name.lower()
+    for track, stem in TRACK_FILE_STEMS.items():
+        if stem.lower() in lowered or f"aqua_{track}" in lowered:
+            return track
+    for entry in entries[:8]:
+        path = str(entry.get("audio_filename", "")).replace("\\", "/").lower()
+        if "esc-50" in path or "audio_animal" in entry:
+            return "animal"
+        if "music_dataset" in path:
+            return "music"
+        if "vocalsound" in path or "audio_16k" in path:
+            return "vocal"
+    return None

@@ -1,0 +1,454 @@
+"""Answer extraction for AQUA-Bench replies: a faithful "mmau" extractor and the authors' rule.
+
+Both extractors are pure functions from (reply, options) to an :class:`Extraction`. See
+docs/extraction.md for the ordered rules of the mmau extractor and where the two disagree.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
+
+EXTRACTOR_NAMES: tuple[str, ...] = ("mmau", "official")
+EXTRACTOR_VERSIONS: dict[str, str] = {"mmau": "1.0", "official": "1.0"}
+DEFAULT_REJECTIONS: tuple[str, ...] = ("None of the above", "Unanswerable")
+
+# A reply this short that names no option is read as naming something else ("Trombone").
+SHORT_REPLY_WORDS = 6
+NO_REJECTION = -1  # pseudo option index: a rejection on an item without a rejection option
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The option a reply chose, whether it committed to an answer at all, and why."""
+
+    choice: int | None
+    parsed: bool
+    reason: str
+
+    @property
+    def letter(self) -> str | None:
+        """The chosen option's letter ("A", "B", ...), or None when no option was chosen."""
+        return None if self.choice is None else chr(ord("A") + self.choice)
+
+
+# ---- text normalisation and word stems -------------------------------------------------
+
+_TRANSLATE = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "_": " ", "*": None,
+                            "`": None, "#": None, "~": None})  # fmt: skip
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+_FILLERS = frozenset({"a", "an", "the", "of", "his", "her", "their", "its", "my", "your"})
+_ARTICLES = frozenset({"a", "an", "the"})
+# Benchmark class names whose everyday form is not an inflection of the option text.
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "laughter": ("laugh",),
+    "throat clearings": ("clear throat",),
+    "drum set": ("drum kit", "drums"),
+}
+
+
+def _normalise(reply: str) -> str:
+    # NFKC folds full-width brackets and letters; markdown emphasis is dropped, not spaced,
+    # so "**(E)**" becomes "(E)".
+    return unicodedata.normalize("NFKC", reply).translate(_TRANSLATE)
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """Crude stem so that 'coughs'/'cough', 'sneeze'/'Sneezes'/'sneezing' compare equal."""
+    w = word.casefold().replace("'", "")
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    for suffix in ("ing", "ed"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: -len(suffix)]
+            # "spotted" -> "spot", "swimming" -> "swim"
+            return w[:-1] if w[-1] == w[-2] and w[-1] not in "lsz" else w
+    if w.endswith("es") and (w[-3:-2] in ("s", "x", "z") or w[-4:-2] in ("ch", "sh")):
+        w = w[:-2]
+    elif w.endswith("s") and len(w) > 3 and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    return w[:-1] if w.endswith("e") and len(w) > 3 else w
+
+
+def _key(phrase: str) -> tuple[str, ...]:
+    stems = tuple(_stem(w) for w in _WORD.findall(phrase))
+    return tuple(s for s in stems if s not in _FILLERS) or stems
+
+
+# ---- per-item tables (cached: the same option lists recur thousands of times) ----------
+
+
+class _Item(NamedTuple):
+    options: tuple[str, ...]
+    canon: tuple[int, ...]  # first index with the same text: duplicates resolve to it
+    keys: dict[str, list[tuple[int, tuple[str, ...]]]]  # first stem -> (index, stems)
+    heads: dict[str, int]  # last stem unique to one multi-word option ("guitar")
+    rejection: int  # index of the rejection option, or NO_REJECTION
+
+
+@lru_cache(maxsize=4096)
+def _compile_item(options: tuple[str, ...], rejections: tuple[str, ...]) -> _Item:
+    folded = [" ".join(o.casefold().split()) for o in options]
+    canon = tuple(folded.index(f) for f in folded)
+    keys: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+    head_owners: dict[str, set[int]] = {}
+    own = {_key(text) for text in options}
+    for i, text in enumerate(options):
+        phrases = [_key(text), *map(_key, _ALIASES.get(folded[i], ()))]
+        # "Having long hair" is also named by "long hair", unless another option is exactly that.
+        if len(phrases[0]) > 1 and _WORD.findall(text)[0].lower().endswith("ing"):
+            phrases += [phrases[0][1:]] if phrases[0][1:] not in own else []
+        for stems in filter(None, phrases):
+            keys.setdefault(stems[0], []).append((canon[i], stems))
+            head_owners.setdefault(stems[-1], set()).add(canon[i] if len(stems) > 1 else -2)
+    heads = {h: next(iter(o)) for h, o in head_owners.items() if len(o) == 1 and -2 not in o}
+    wanted = {" ".join(r.casefold().split()) for r in rejections}
+    rejection = next((canon[i] for i, f in enumerate(folded) if f in wanted), NO_REJECTION)
+    return _Item(options, canon, keys, heads, rejection)
+
+
+# ---- mentions: places where the reply names an option ----------------------------------
+
+_WRAPPED_LETTER = re.compile(
+    r"(?<!\w)[(\[{]\s*([a-z])\s*[)\]}]"  # (e) [E] {e}
+    r"|(?<![\w(\[{])([a-z])\)"  # e)
+    r"|\b(?:option|choice|letter)\s*[:#]?\s*\(?([a-z])\b(?!['-])",  # option e
+    re.I,
+)
+_UPPER_LETTER = re.compile(r"(?<![\w'.-])[A-Z](?![\w'-]|\.\w)")
+_NEXT_WORD = re.compile(r"\s+([A-Za-z]+)")
+# After an uppercase letter these words keep it a letter ("B is correct", not "E string").
+_LETTER_VERBS = frozenset({"is", "was", "seems", "sounds", "fits", "matches", "would", "because"})
+_REJECTION = re.compile(
+    r"\bnone\b(?:\s+of\s+(?:the|these|those|them)\b(?:\s+(?:above|options?|choices?|answers?))?)?"
+    r"|\bno\s+(?:correct|valid|right|suitable|matching|applicable)\s+(?:answer|option|choice)s?\b"
+    r"|\ball\s+(?:of\s+)?(?:the\s+)?(?:answers|options|choices)\s+(?:are|is)\s+(?:incorrect|wrong)\b"
+    r"|\b(?:answers|options|choices)\s+are\s+all\s+(?:incorrect|wrong)\b"
+    r"|\b(?:cannot|can't|can\s+not|could\s+not|couldn't|unable\s+to|impossible\s+to"
+    r"|not\s+possible\s+to|no\s+way\s+to|not\s+able\s+to)\s+(?:be\s+)?"
+    r"(?:determined?|tell|told|say|said|know|known|identif(?:y|ied)|infer(?:red)?"
+    r"|answer(?:ed)?|judged?|decided?|discern(?:ed)?)\b"
+    r"|\b(?:insufficient|not\s+enough|lacks?|lacking|missing|no)\s+(?:\w+\s+)?"
+    r"(?:information|info|details?|evidence|context|cues?|clues?)\b"
+    r"|\b(?:does\s+not|doesn't|do\s+not|don't)\s+(?:provide|give|contain|convey|include|offer"
+    r"|reveal)\s+(?:enough\s+|sufficient\s+|any\s+)?(?:information|info|details?|evidence)\b"
+    r"|\b(?:do\s+not|don't)\s+know\b|\bunanswerable\b|\bnot\s+answerable\b"
+    r"|\bnot\s+(?:listed|among\s+the\s+(?:options|choices)|in\s+the\s+(?:options|choices|list))\b",
+    re.I,
+)
+
+
+class _Mention(NamedTuple):
+    start: int
+    end: int
+    idxs: frozenset[int]  # more than one: a letter that labels another option's text
+    kind: str  # "letter" | "text" | "rejection"
+    label: str
+
+
+def _letter_mention(m: re.Match[str], letter: str, item: _Item) -> _Mention | None:
+    i = ord(letter.lower()) - ord("a")
+    if i >= len(item.options):
+        return None
+    label = f"letter ({letter.lower()})"
+    if item.canon[i] != i:
+        label += f", same text as ({chr(ord('a') + item.canon[i])})"
+    return _Mention(m.start(), m.end(), frozenset({item.canon[i]}), "letter", label)
+
+
+def _raw_mentions(text: str, item: _Item, extra: list[_Mention]) -> list[_Mention]:
+    found: list[_Mention | None] = list(extra)
+    for m in _WRAPPED_LETTER.finditer(text):
+        found.append(_letter_mention(m, next(g for g in m.groups() if g), item))
+    for m in _UPPER_LETTER.finditer(text):
+        nxt = _NEXT_WORD.match(text, m.end())
+        # "A dog", "I think", "E string" are words, not option letters.
+        if nxt and nxt.group(1) not in _LETTER_VERBS and (m.group() in "AI" or nxt.group(1).islower()):
+            continue
+        found.append(_letter_mention(m, m.group(), item))
+    toks = [(m.start(), m.end(), _stem(m.group())) for m in _WORD.finditer(text)]
+    for t, (start, _, stem) in enumerate(toks):
+        for idx, key in item.keys.get(stem, ()):
+            j = t
+            for k in key[1:]:
+                j += 1
+                gap = 0  # allow "clearing his throat", "wearing the hat"
+                while j < len(toks) and toks[j][2] != k and toks[j][2] in _FILLERS and gap < 2:
+                    j, gap = j + 1, gap + 1
+                if j >= len(toks) or toks[j][2] != k:
+                    break
+            else:
+                article = t and toks[t - 1][2] in _ARTICLES and text[toks[t - 1][1] : start] == " "
+                begin = toks[t - 1][0] if article else start
+                label = f"option text {item.options[idx]!r}"
+                found.append(_Mention(begin, toks[j][1], frozenset({idx}), "text", label))
+    for m in _REJECTION.finditer(text):
+        label = f"rejection phrase {m.group().lower()!r}"
+        if item.rejection != NO_REJECTION:
+            label += f" -> option {item.options[item.rejection]!r}"
+        found.append(_Mention(m.start(), m.end(), frozenset({item.rejection}), "rejection", label))
+    return _pair_letters(_drop_contained([f for f in found if f]), text)
+
+
+def _drop_contained(mentions: list[_Mention]) -> list[_Mention]:
+    # Longest match wins: "Acoustic Guitar" over "Guitar", "Horse-drawn cart" over "Horse".
+    kept: list[_Mention] = []
+    reach = -1
+    for m in sorted(mentions, key=lambda m: (m.start, -m.end)):
+        if m.end > reach:
+            kept.append(m)
+            reach = m.end
+    return kept
+
+
+_PAIR_GAP = re.compile(r"[\s:.=\-–—]*")
+
+
+def _pair_letters(ms: list[_Mention], text: str) -> list[_Mention]:
+    """Merge "(a) Dog" / "Dog (a)" into one mention; a disagreeing pair keeps both options."""
+
+    def pairs(a: _Mention, b: _Mention | None) -> bool:
+        return bool(b) and (a.kind == "letter") != (b.kind == "letter") and bool(
+            _PAIR_GAP.fullmatch(text, a.end, b.start))  # fmt: skip
+
+    out: list[_Mention] = []
+    i = 0
+    while i < len(ms):
+        m, nxt, after = (ms[i : i + 3] + [None, None])[:3]
+        # A letter pairs forward with its own text; in "Dog (b) Cat" the (b) belongs to Cat.
+        if pairs(m, nxt) and (m.kind == "letter" or not pairs(nxt, after)):
+            letter, named = (m, nxt) if m.kind == "letter" else (nxt, m)
+            label = letter.label
+            if letter.idxs != named.idxs:
+                label = f"{letter.label} labels {named.label}"
+            out.append(_Mention(m.start, nxt.end, letter.idxs | named.idxs, "pair", label))
+            i += 2
+        else:
+            out.append(m)
+            i += 1
+    return out
+
+
+# ---- which mentions commit to an answer ------------------------------------------------
+
+_CLAUSE_BREAK = re.compile(r"[.;:!?\n,]|\b(?:but|however|although|though|whereas|while)\b", re.I)
+_HYPOTHETICAL = re.compile(r"\b(?:if|unless|whether)\b", re.I)
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|neither|nor|without|unlike|except|excluding|exclude|cannot|eliminate"
+    r"|eliminated|ruled?\s+out|rather\s+than|instead\s+of|other\s+than)\b|n't\b",
+    re.I,
+)
+_NOT_NEGATION = re.compile(r"\b(?:no\s+doubt|not\s+only|not\s+just)\b", re.I)
+_POST_NEGATION = re.compile(
+    r"[\s)\]\"'\-–—:]*(?:(?:is|are|was|were|would|does|do|did|can|could|should|seems?|sounds?)\s+)?"
+    r"(?:(?:be|definitely|clearly|also)\s+)?(?:not|never|cannot|\w+n't|wrong|incorrect|unlikely"
+    r"|ruled\s+out|excluded|eliminated)\b",
+    re.I,
+)
+
+
+def _commits(masked: str, m: _Mention) -> bool:
+    """False for negated ("not a dog", "(b) is wrong") or hypothetical ("if it were a cat")."""
+    before = masked[max(0, m.start - 80) : m.start]
+    cut = max((b.end() for b in _CLAUSE_BREAK.finditer(before)), default=0)
+    clause = before[cut:]
+    tail = _NOT_NEGATION.sub(" ", " ".join(clause.split()[-5:]))
+    negated = _NEGATION.search(tail) or _POST_NEGATION.match(masked, m.end)
+    return not (negated or _HYPOTHETICAL.search(clause))
+
+
+_STRONG_CUE = re.compile(
+    r"\b(?:(?:final|correct|best|right|my)\s+)?answer\b\s*(?:is\b|would\s+(?:\w+\s+)?be\b"
+    r"|should\s+be\b|must\s+be\b|will\s+be\b|[:=\-]|(?=[(\[]))"
+    r"|\b(?:correct|best|right|final)\s+(?:option|choice)\s*(?:is\b|would\s+be\b|:)"
+    r"|\bi(?:'d|\s+would|\s+will|'ll)?\s+(?:choose|select|pick|go\s+with)\b"
+    r"|\bmy\s+(?:choice|selection|pick)\s*(?:is\b|:)",
+    re.I,
+)
+_WEAK_CUE = re.compile(r"\b(?:so|therefore|thus|hence|most\s+likely|probably)\b\s*[:,]?", re.I)
+_TARGET_START = re.compile(r"[\s:=\-\"']*")
+_TARGET_END = re.compile(
+    r"[.!?](?=\s|$)|[\n;,]|\s[-–—]\s|\b(?:because|since|as|which|given|due\s+to|while|whereas"
+    r"|but|though|although)\b",
+    re.I,
+)
+_TARGET_LETTER = re.compile(r"[(\[]?([a-z])[)\]]?(?![\w'-])", re.I)
+_BARE_LETTER = re.compile(r"\W*(?:(?:answer|option|choice)\W*)?\(?([a-z])\)?\W*", re.I)
+_SENTENCE_BREAK = re.compile(r"[.!?]+\s+")
+
+
+def _describe(idx: int, item: _Item) -> str:
+    if idx == NO_REJECTION:
+        return "a rejection"
+    return f"({chr(ord('a') + idx)}) {item.options[idx]!r}"
+
+
+def _verdict(ms: list[_Mention], item: _Item, where: str) -> Extraction | None:
+    """One option named -> chosen; several -> ambiguous (unparsed); none -> None."""
+    idxs = sorted(set().union(*(m.idxs for m in ms)))
+    if not idxs:
+        return None
+    if len(idxs) > 1:
+        clash = next((m.label for m in ms if len(m.idxs) > 1), None)
+        names = clash or " and ".join(_describe(i, item) for i in idxs)
+        return Extraction(None, False, f"ambiguous{where}: {names}")
+    label = where.lstrip(" ") + (": " if where else "") + ms[-1].label
+    if idxs[0] == NO_REJECTION:
+        return Extraction(None, True, f"{label}, but the item has no rejection option")
+    return Extraction(idxs[0], True, label)
+
+
+def _head_match(span: str, item: _Item) -> Extraction | None:
+    hits = {item.heads[s] for s in map(_stem, _WORD.findall(span)) if s in item.heads}
+    if len(hits) != 1:
+        return None
+    (idx,) = hits
+    return Extraction(idx, True, f"head word of option {item.options[idx]!r}")
+
+
+def _check_options(options: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(options, str) or not all(isinstance(o, str) for o in options):
+        raise ValueError("options must be a sequence of option strings")
+    if not 1 <= len(options) <= 26:
+        raise ValueError(f"options must hold 1 to 26 strings, got {len(options)}")
+    return tuple(options)
+
+
+def _check_reply(reply: str) -> None:
+    if not isinstance(reply, str):
+        raise TypeError(f"reply must be a str, got {type(reply).__name__}")
+
+
+def extract_mmau(
+    reply: str, options: Sequence[str], rejection_strings: Sequence[str] = DEFAULT_REJECTIONS
+) -> Extraction:
+    """Read the option a free-form reply commits to, never guessing (see docs/extraction.md)."""
+    _check_reply(reply)
+    if isinstance(rejection_strings, str):
+        raise ValueError("rejection_strings must be a sequence of strings, not one string")
+    item = _compile_item(_check_options(options), tuple(rejection_strings))
+    text = _normalise(reply).strip()
+    if not _WORD.search(text):
+        return Extraction(None, False, "empty reply" if not text else "no words in reply")
+
+    bare = _BARE_LETTER.fullmatch(text)
+    if bare:
+        i = ord(bare.group(1).lower()) - ord("a")
+        if i < len(item.options):
+            return Extraction(item.canon[i], True, f"bare letter ({bare.group(1).lower()})")
+        return Extraction(None, True, f"letter ({bare.group(1).lower()}) is not an option")
+
+    cues = [(m, True) for m in _STRONG_CUE.finditer(text)]
+    cues += [(m, False) for m in _WEAK_CUE.finditer(text)]
+    # A bare letter right after a cue is a letter even in lower case: "answer: a", "so: e".
+    targets, extra = [], []
+    for cue, strong in sorted(cues, key=lambda c: c[0].start()):
+        start = _TARGET_START.match(text, cue.end()).end()
+        end_m = _TARGET_END.search(text, min(start + 1, len(text)))
+        targets.append((cue, strong, start, end_m.start() if end_m else len(text)))
+        lm = _TARGET_LETTER.match(text, start)
+        # "answer is a dog" is not letter (a); "answer is c because" is letter (c).
+        if lm and not (lm.group(1) in "aAiI" and lm.group() == lm.group(1)
+                       and _NEXT_WORD.match(text, lm.end())):  # fmt: skip
+            extra.append(_letter_mention(lm, lm.group(1), item))
+    mentions = _raw_mentions(text, item, extra)
+    masked = list(text)
+    for m in mentions:
+        masked[m.start : m.end] = "x" * (m.end - m.start)
+    masked_text = "".join(masked)
+    committed = [m for m in mentions if _commits(masked_text, m)]
+    starts = [m.start for m in committed]
+
+    def within(lo: int, hi: int) -> list[_Mention]:
+        return committed[bisect.bisect_left(starts, lo) : bisect.bisect_left(starts, hi)]
+
+    # 1. The last explicit answer ("answer is X", "so: X", "I choose X") decides.
+    for cue, strong, start, end in reversed(targets):
+        if any(m.start <= cue.start() < m.end for m in mentions):
+            continue  # "no correct answer is ..." is a rejection, not a cue
+        cue_name = " ".join(cue.group().lower().split())
+        named = within(start, end)
+        # A weak cue ("so", "probably") decides only if nothing after it names another option.
+        later = set().union(*(m.idxs for m in within(end, len(text))))
+        if strong or (later <= set().union(*(m.idxs for m in named)) and len(named[0].idxs) == 1 if named else False):
+            decided = _verdict(named, item, f" after {cue_name!r}")
+            if decided and (decided.parsed or strong):
+                return decided
+        final = not _WORD.search(text, end)
+        span = text[start:end]
+        if strong and final and not any(start <= m.start < end for m in mentions):
+            by_head = _head_match(span, item)
+            if by_head:
+                return by_head
+            if 1 <= len(_WORD.findall(span)) <= 5:
+                return Extraction(None, True, f"answer {span.strip()!r} is not an option")
+
+    # 2. Otherwise the options the reply commits to: all of it, else its last line, else
+    #    its last sentence, so that reasoning before the answer does not count.
+    line_start = text.rfind("\n") + 1
+    sentence_start = max((m.end() for m in _SENTENCE_BREAK.finditer(text, line_start)), default=line_start)
+    first = None
+    for lo, where in ((0, ""), (line_start, " (last line)"), (sentence_start, " (last sentence)")):
+        decided = _verdict(within(lo, len(text)), item, where)
+        if decided and decided.parsed:
+            return decided
+        first = first or decided
+    if first:
+        return first
+    if mentions:
+        names = " and ".join(_describe(i, item) for i in sorted(set().union(*(m.idxs for m in mentions))))
+        return Extraction(None, False, f"only negated or hypothetical mentions of {names}")
+
+    # 3. No option named: a short reply names something else (a wrong answer).
+    if len(_WORD.findall(text)) <= SHORT_REPLY_WORDS:
+        return _head_match(text, item) or Extraction(None, True, f"names {text[:40]!r}, not an option")
+    return Extraction(None, False, "no option, letter or rejection recognised")
+
+
+@lru_cache(maxsize=26)
+def _official_pattern(last: str) -> re.Pattern[str]:
+    return re.compile(rf"\(?([a-{last}])\)?\b")
+
+
+def extract_official(reply: str, options: Sequence[str], answer: str | None = None) -> Extraction:
+    """The AQUA authors' rule: first letter a..X anywhere, else first option text contained."""
+    _check_reply(reply)
+    opts = _check_options(options)
+    # The authors derive the gold letter from `answer`; it never influences the choice.
+    if answer is not None and answer not in opts:
+        raise ValueError(f"answer {answer!r} is not one of the options {list(opts)}")
+    r = reply.strip().lower()
+    m = _official_pattern(chr(ord("a") + len(opts) - 1)).search(r)
+    if m:
+        return Extraction(ord(m.group(1)) - ord("a"), True, f"first letter match {m.group()!r}")
+    for i, option in enumerate(opts):
+        if option.strip().lower() in r:
+            return Extraction(i, True, f"option text {option!r} in reply")
+    return Extraction(None, False, "empty reply" if not r else "no letter or option text")
+
+
+def get_extractor_name(name: str) -> str:
+    """Return the canonical extractor name, or raise ValueError naming the valid choices."""
+    canonical = name.strip().lower() if isinstance(name, str) else name
+    if canonical not in EXTRACTOR_NAMES:
+        raise ValueError(f"unknown extractor {name!r}; valid choices: {', '.join(EXTRACTOR_NAMES)}")
+    return canonical
+
+
+def extract(
+    reply: str,
+    options: Sequence[str],
+    *,
+    extractor: str = "mmau",
+    rejection_strings: Sequence[str] = DEFAULT_REJECTIONS,
+) -> Extraction:
+    """Extract the chosen option with the named extractor ("mmau" or "official")."""
+    if get_extractor_name(extractor) == "official":
+        return extract_official(reply, options)
+    return extract_mmau(reply, options, rejection_strings)

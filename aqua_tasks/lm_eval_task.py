@@ -1,0 +1,188 @@
+"""The functions AQUA task YAMLs reference with `!function`: dataset, prompt, audio, scoring."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+
+import datasets
+
+from aqua_tasks.audio import AudioFileError, AudioRoots, LazyAudio, probe_audio, resolve_audio
+from aqua_tasks.data import AquaItem, check_track, check_variant, load_items
+from aqua_tasks.extract import get_extractor_name
+from aqua_tasks.scoring import ALL_METRICS, metric_value, score_reply, summarize
+
+logger = logging.getLogger(__name__)
+
+AUDIO_PLACEHOLDER = "<audio>"
+TRUE_STRINGS = frozenset({"1", "true", "yes", "on"})
+
+
+def _flag(value: object) -> bool:
+    return value is True or str(value).strip().lower() in TRUE_STRINGS
+
+
+def item_to_doc(
+    item: AquaItem, *, audio_path: str, audio_error: str, extractor: str, exclude_defective: bool
+) -> dict:
+    """Flatten an item into the doc lm-eval stores: plain strings, no audio samples."""
+    return {
+        "id": item.id,
+        "track": item.track,
+        "variant": item.variant,
+        "type": item.type,
+        "subtype": item.subtype,
+        "question": item.question,
+        "options": list(item.options),
+        "answer": item.answer,
+        "answer_index": item.answer_index,
+        "audio_filename": item.audio_filename,
+        "true_class": item.true_class,
+        "flags": list(item.flags),
+        "audio_path": audio_path,
+        "audio_error": audio_error,
+        "extractor": extractor,
+        "exclude_defective": exclude_defective,
+    }
+
+
+def doc_to_item(doc: Mapping) -> AquaItem:
+    """Rebuild the validated item from a stored doc (lm-eval docs or logged samples)."""
+    return AquaItem(
+        id=int(doc["id"]),
+        track=doc["track"],
+        variant=doc["variant"],
+        type=doc["type"],
+        subtype=doc.get("subtype") or "",
+        question=doc["question"],
+        options=tuple(doc["options"]),
+        answer=doc["answer"],
+        answer_index=int(doc["answer_index"]),
+        audio_filename=doc["audio_filename"],
+        true_class=doc.get("true_class") or "",
+        flags=tuple(doc.get("flags") or ()),
+    )
+
+
+def build_docs(
+    track: str,
+    variant: str = "main",
+    *,
+    data_dir: str | None = None,
+    extractor: str = "mmau",
+    exclude_defective: object = False,
+    settings: Mapping | None = None,
+) -> list[dict]:
+    """Docs of one track: validated items with their audio resolved (not decoded)."""
+    check_track(track)
+    check_variant(variant)
+    extractor = get_extractor_name(extractor)
+    roots = AudioRoots.from_settings(settings or {})
+    docs = []
+    for item in load_items(data_dir, track, variant):
+        try:
+            audio_path, audio_error = str(resolve_audio(track, item.audio_filename, roots)), ""
+        except AudioFileError as error:
+            # Reported when lm-eval builds this item's request: under --limit an absent
+            # clip that is never requested must not stop the run.
+            audio_path, audio_error = "", str(error)
+        docs.append(
+            item_to_doc(
+                item,
+                audio_path=audio_path,
+                audio_error=audio_error,
+                extractor=extractor,
+                exclude_defective=_flag(exclude_defective),
+            )
+        )
+    return docs
+
+
+def load_dataset(**kwargs: object) -> datasets.DatasetDict:
+    """`custom_dataset` hook: receives `--metadata` keys and the YAML's `dataset_kwargs`."""
+    docs = build_docs(
+        str(kwargs.get("track")),
+        str(kwargs.get("variant") or "main"),
+        data_dir=kwargs.get("data_dir"),  # type: ignore[arg-type]
+        extractor=str(kwargs.get("extractor") or "mmau"),
+        exclude_defective=kwargs.get("exclude_defective", False),
+        settings=kwargs,
+    )
+    excluded = sum(1 for d in docs if d["exclude_defective"] and d["flags"])
+    if excluded:
+        logger.warning(
+            "aqua_%s: exclude_defective is on: %d flagged items are excluded from the metrics",
+            kwargs.get("track"),
+            excluded,
+        )
+    return datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
+
+
+def doc_to_text(doc: Mapping) -> str:
+    """The released prompt (stem, inline options, guidance) after the audio placeholder."""
+    return f"{AUDIO_PLACEHOLDER}\n{doc['question']}"
+
+
+def doc_to_target(doc: Mapping) -> str:
+    """Gold as '(letter) text' for logs; scoring uses the option text."""
+    return f"({chr(ord('a') + int(doc['answer_index']))}) {doc['answer']}"
+
+
+def doc_to_audio(doc: Mapping) -> list[LazyAudio]:
+    """The clip as a lazily decoded 16 kHz mono array; a missing file fails here, pre-inference."""
+    if doc["audio_error"]:
+        raise AudioFileError(f"aqua_{doc['track']} item {doc['id']}: {doc['audio_error']}")
+    try:
+        probe_audio(doc["audio_path"])
+    except AudioFileError as error:
+        raise AudioFileError(f"aqua_{doc['track']} item {doc['id']}: {error}") from None
+    return [LazyAudio(doc["audio_path"])]
+
+
+def process_results(doc: Mapping, results: Sequence[str]) -> dict[str, dict]:
+    """Score one reply; every metric receives the same compact per-item value."""
+    reply = results[0] if results else ""
+    verdict = score_reply(
+        doc_to_item(doc),
+        reply if isinstance(reply, str) else str(reply),
+        extractor=doc["extractor"],
+        exclude_defective=bool(doc["exclude_defective"]),
+    )
+    value = metric_value(verdict) | {"choice": verdict.choice, "reason": verdict.reason}
+    return dict.fromkeys(ALL_METRICS, value)
+
+
+def _aggregation(metric: str) -> Callable[[list[dict]], float]:
+    def aggregate(values: list[dict]) -> float:
+        summary = summarize(values)
+        if metric == "acc" and summary["n_unconditioned"]:
+            logger.warning(
+                "%d unanswerable items have no Solvable item of their clip in this run "
+                "(--limit/--samples?): they count in acc_* but not in ca_*/joint_*",
+                int(summary["n_unconditioned"]),
+            )
+        return summary[metric]
+
+    aggregate.__name__ = f"aggregate_{metric}"
+    aggregate.__doc__ = f"lm-eval aggregation returning the AQUA metric {metric!r}."
+    return aggregate
+
+
+aggregate_acc = _aggregation("acc")
+aggregate_acc_aad = _aggregation("acc_aad")
+aggregate_acc_iasd = _aggregation("acc_iasd")
+aggregate_acc_iaqd = _aggregation("acc_iaqd")
+aggregate_ca_aad = _aggregation("ca_aad")
+aggregate_ca_iasd = _aggregation("ca_iasd")
+aggregate_ca_iaqd = _aggregation("ca_iaqd")
+aggregate_joint_aad = _aggregation("joint_aad")
+aggregate_joint_iasd = _aggregation("joint_iasd")
+aggregate_joint_iaqd = _aggregation("joint_iaqd")
+aggregate_unparsed_rate = _aggregation("unparsed_rate")
+aggregate_n_ca_aad = _aggregation("n_ca_aad")
+aggregate_n_ca_iasd = _aggregation("n_ca_iasd")
+aggregate_n_ca_iaqd = _aggregation("n_ca_iaqd")
+aggregate_n_items = _aggregation("n_items")
+aggregate_n_solvable = _aggregation("n_solvable")
+aggregate_n_unconditioned = _aggregation("n_unconditioned")
+aggregate_n_excluded = _aggregation("n_excluded")

@@ -1,0 +1,26 @@
+"""Register AQUA models with lm-eval, idempotently, without hiding lm-eval's own models."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+
+def task_config_dir() -> Path:
+    """Folder of the installed AQUA task YAMLs (pass it to lm_eval --include_path)."""
+    return Path(str(files("aqua_tasks.task_configs")))
+
+
+def register_all() -> None:
+    """Register the AQUA model classes; safe to call any number of times."""
+    # lm-eval fills its model registry lazily only while it is empty: import its own models
+    # first, or registering ours would hide `hf`, `vllm`, `dummy`, ...
+    import lm_eval.api.metrics
+    import lm_eval.models  # noqa: F401
+    from lm_eval.api.registry import model_registry, register_model
+
+    from aqua_tasks.models import MODELS
+
+    for name, cls in MODELS.items():
+        if model_registry.get(name, None) is not cls:
+            register_model(name)(cls)

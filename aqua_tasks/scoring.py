@@ -1,0 +1,154 @@
+"""Per-item verdicts and the AQUA protocol metrics (accuracy and conditional accuracy)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+
+from aqua_tasks.data import UNANSWERABLE_TYPES, AquaItem
+from aqua_tasks.extract import extract
+
+RATE_METRICS: tuple[str, ...] = (
+    "acc",
+    *(f"acc_{t.lower()}" for t in UNANSWERABLE_TYPES),
+    *(f"ca_{t.lower()}" for t in UNANSWERABLE_TYPES),
+    *(f"joint_{t.lower()}" for t in UNANSWERABLE_TYPES),
+    "unparsed_rate",
+)
+COUNT_METRICS: tuple[str, ...] = (
+    *(f"n_ca_{t.lower()}" for t in UNANSWERABLE_TYPES),
+    "n_items",
+    "n_solvable",
+    "n_unconditioned",
+    "n_excluded",
+)
+ALL_METRICS: tuple[str, ...] = RATE_METRICS + COUNT_METRICS
+LOWER_IS_BETTER: frozenset[str] = frozenset({"unparsed_rate"})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The scored answer of one item, traceable to its id and its reason."""
+
+    id: int
+    track: str
+    variant: str
+    type: str
+    subtype: str
+    clip: str
+    extractor: str
+    choice: str | None
+    chosen_option: str | None
+    gold: str
+    correct: bool
+    parsed: bool
+    reason: str
+    flags: tuple[str, ...]
+    excluded: bool
+
+    def to_record(self) -> dict:
+        """JSON-ready row for per-item output."""
+        row = asdict(self)
+        row["flags"] = list(self.flags)
+        return row
+
+
+def score_reply(
+    item: AquaItem, reply: str | None, *, extractor: str = "mmau", exclude_defective: bool = False
+) -> Verdict:
+    """Extract the chosen option from a reply and judge it against the released gold."""
+    result = extract(
+        reply or "", item.options, extractor=extractor, rejection_strings=item.rejection_strings
+    )
+    chosen = item.options[result.choice] if result.choice is not None else None
+    # Gold is the option text: with duplicated option strings any copy of it is right.
+    correct = chosen is not None and chosen == item.answer
+    return Verdict(
+        id=item.id,
+        track=item.track,
+        variant=item.variant,
+        type=item.type,
+        subtype=item.subtype,
+        clip=item.audio_filename,
+        extractor=extractor,
+        choice=result.letter,
+        chosen_option=chosen,
+        gold=f"({chr(ord('A') + item.answer_index)}) {item.answer}",
+        correct=correct,
+        parsed=result.parsed,
+        reason=result.reason,
+        flags=item.flags,
+        excluded=exclude_defective and bool(item.flags),
+    )
+
+
+def metric_value(verdict: Verdict) -> dict:
+    """The compact per-item value every AQUA metric aggregates over."""
+    return {
+        "id": verdict.id,
+        "clip": verdict.clip,
+        "type": verdict.type,
+        "correct": verdict.correct,
+        "parsed": verdict.parsed,
+        "excluded": verdict.excluded,
+    }
+
+
+def _mean(values: list[bool]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def summarize(values: Iterable[Mapping]) -> dict[str, float]:
+    """All AQUA metrics from per-item values (see `metric_value`); NaN where a rate is undefined."""
+    rows = list(values)
+    kept = [r for r in rows if not r["excluded"]]
+    solvable = {r["clip"]: bool(r["correct"]) for r in kept if r["type"] == "Solvable"}
+    summary: dict[str, float] = {
+        "acc": _mean([bool(r["correct"]) for r in kept if r["type"] == "Solvable"]),
+        "unparsed_rate": _mean([not r["parsed"] for r in kept]),
+        "n_items": float(len(kept)),
+        "n_solvable": float(len(solvable)),
+        "n_excluded": float(len(rows) - len(kept)),
+        "n_unconditioned": float(
+            sum(1 for r in kept if r["type"] != "Solvable" and r["clip"] not in solvable)
+        ),
+    }
+    for item_type in UNANSWERABLE_TYPES:
+        key = item_type.lower()
+        of_type = [r for r in kept if r["type"] == item_type]
+        paired = [r for r in of_type if r["clip"] in solvable]
+        conditioned = [bool(r["correct"]) for r in paired if solvable[r["clip"]]]
+        summary[f"acc_{key}"] = _mean([bool(r["correct"]) for r in of_type])
+        summary[f"ca_{key}"] = _mean(conditioned)
+        summary[f"n_ca_{key}"] = float(len(conditioned))
+        summary[f"joint_{key}"] = _mean(
+            [solvable[r["clip"]] and bool(r["correct"]) for r in paired]
+        )
+    return summary
+
+
+def format_table(rows: Mapping[str, Mapping[str, float]], *, percent: bool = True) -> str:
+    """Markdown table in the paper's layout: per track Ori (acc) and the three CAs, with n."""
+    header = (
+        "| track | Ori | AAD | IASD | IAQD | n Ori | n AAD | n IASD | n IAQD | unparsed |\n"
+        "|---|---|---|---|---|---|---|---|---|---|"
+    )
+    lines = [header]
+    scale = 100.0 if percent else 1.0
+
+    def cell(value: float) -> str:
+        return "—" if value is None or math.isnan(value) else f"{value * scale:.1f}"
+
+    for name, m in rows.items():
+        lines.append(
+            f"| {name} | {cell(m['acc'])} | {cell(m['ca_aad'])} | {cell(m['ca_iasd'])} "
+            f"| {cell(m['ca_iaqd'])} | {_count(m['n_solvable'])} "
+            f"| {_count(m['n_ca_aad'])} | {_count(m['n_ca_iasd'])} | {_count(m['n_ca_iaqd'])} "
+            f"| {cell(m['unparsed_rate'])} |"
+        )
+    return "\n".join(lines)
+
+
+def _count(value: float) -> str:
+    return "—" if value is None or math.isnan(value) else str(int(value))

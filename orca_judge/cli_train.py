@@ -1,0 +1,170 @@
+"""orca-train: fine-tune an ORCA judge on rated items (one stage, or a curriculum from YAML)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from .config import OrcaConfig
+
+
+def _arg_type(annotation: Any):
+    hint = annotation if not isinstance(annotation, str) else eval(annotation, vars(typing), {})  # noqa: S307
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    base = args[0] if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union else hint
+    if typing.get_origin(base) is list:
+        return "list"
+    return base
+
+
+def _none_or(kind):
+    def parse(text: str):
+        return None if text.lower() in ("none", "null") else kind(text)
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="orca-train", description=__doc__,
+        epilog="Every OrcaConfig field is a flag; values from --config YAML are overridden by flags.")
+    io = parser.add_argument_group("data and output")
+    io.add_argument("--train", help="training items (.jsonl / .json) with ratings")
+    io.add_argument("--dev", help="dev items for early stopping and clamp tuning")
+    io.add_argument("--output", required=True, help="checkpoint directory to write (best model)")
+    io.add_argument("--config", help="YAML with OrcaConfig fields, train/dev, and optional 'stages'")
+    io.add_argument("--run-dir", help="log and resume state (default: <output>-run)")
+    io.add_argument("--heldout-fraction", type=float, default=0.0,
+                    help="move this fraction of dev questions unseen in train to a held-out test "
+                         "set, used only for the final report")
+    io.add_argument("--split-seed", type=int, default=0, help="seed of the held-out split")
+    io.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda if available)")
+    io.add_argument("--json", action="store_true", help="print the final metrics as JSON")
+    io.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    knobs = parser.add_argument_group("judge and training settings (OrcaConfig)")
+    for f in dataclasses.fields(OrcaConfig):
+        kind = _arg_type(f.type)
+        flag = "--" + f.name.replace("_", "-")
+        default = "" if f.default is dataclasses.MISSING else f" (default {f.default})"
+        if kind == "list":
+            knobs.add_argument(flag, nargs="+", default=None, help=f.metadata["help"])
+        else:
+            parse = {bool: _bool, int: int, float: float, str: str}[kind]
+            knobs.add_argument(flag, type=_none_or(parse), default=None,
+                               help=f.metadata["help"] + default)
+    return parser
+
+
+def _load_yaml(path: str) -> dict[str, Any]:
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def _resolve(path: str | None, base: Path) -> str | None:
+    if path is None:
+        return None
+    p = Path(path)
+    return str(p if p.is_absolute() or p.exists() else base / p)
+
+
+def plan_stages(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The stages to run as dicts of train/dev paths and OrcaConfig fields (flags override YAML)."""
+    fields = {f.name for f in dataclasses.fields(OrcaConfig)}
+    top: dict[str, Any] = {}
+    base_dir = Path.cwd()
+    if args.config:
+        top = _load_yaml(args.config)
+        base_dir = Path(args.config).resolve().parent
+    flags = {k: v for k, v in vars(args).items() if k in fields and v is not None}
+    for key in ("train", "dev"):
+        if getattr(args, key):
+            top[key] = getattr(args, key)
+    raw_stages = top.pop("stages", None) or [{"name": "main"}]
+    stages = []
+    for i, raw in enumerate(raw_stages):
+        merged = {**{k: v for k, v in top.items() if k != "name"}, **raw, **flags}
+        unknown = set(merged) - fields - {"train", "dev", "name"}
+        if unknown:
+            raise ValueError(f"stage {i}: unknown keys {sorted(unknown)}")
+        for key in ("train", "dev"):
+            if not merged.get(key):
+                raise ValueError(f"stage {merged.get('name', i)}: no --{key} file given")
+            merged[key] = _resolve(merged[key], base_dir)
+        merged.setdefault("name", f"stage{i + 1}")
+        if not merged.get("backbone"):
+            raise ValueError("no --backbone given")
+        stages.append(merged)
+    return stages
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .checkpoint import CheckpointError
+    from .data import DataError, load_items, question_disjoint_split
+    from .judge import OrcaJudge
+    from .model import BackboneLoadError
+    from .report import agreement_report
+    from .train import Stage, train_curriculum
+
+    args = build_parser().parse_args(argv)
+    try:
+        planned = plan_stages(args)
+        stages = []
+        heldout = []
+        for spec in planned:
+            train_items = load_items(spec.pop("train"), require_ratings=True)
+            dev_items = load_items(spec.pop("dev"), require_ratings=True)
+            name = spec.pop("name")
+            if args.heldout_fraction > 0:
+                dev_items, heldout = question_disjoint_split(
+                    dev_items, args.heldout_fraction, args.split_seed,
+                    exclude_questions={it.question for it in train_items})
+            stages.append(Stage(name, OrcaConfig(**spec), train_items, dev_items))
+        results = train_curriculum(stages, args.output, device=args.device,
+                                   progress=not args.no_progress)
+        summary: dict[str, Any] = {"checkpoint": str(args.output),
+                                   "stages": [{"name": s.name, **r.metrics} for s, r in zip(stages, results, strict=True)]}
+        if heldout:
+            judge = OrcaJudge.from_pretrained(args.output, device=args.device)
+            preds = judge.score(heldout, progress=not args.no_progress)
+            summary["heldout"] = agreement_report(preds, heldout)
+            metrics_path = Path(args.output) / "metrics.json"
+            stored = json.loads(metrics_path.read_text())
+            stored["heldout"] = summary["heldout"]
+            metrics_path.write_text(json.dumps(stored, indent=2, sort_keys=True) + "\n")
+    except (DataError, CheckpointError, BackboneLoadError, ValueError, FloatingPointError) as err:
+        print(f"orca-train: error: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(summary, indent=2, sort_keys=True))
+    else:
+        for stage in summary["stages"]:
+            dev = stage["dev"]
+            print(f"{stage['name']}: best step {stage['best_step']}/{stage['steps']}  dev rho "
+                  f"{dev['rho']:.3f} tau {dev['tau']:.3f} MAE_mu {dev['mae_mu']:.3f}  clamp "
+                  f"threshold {stage['clamp_threshold']}")
+        if "heldout" in summary:
+            print("held-out:", json.dumps(summary["heldout"].get("raw", {})))
+        print(f"checkpoint: {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

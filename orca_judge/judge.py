@@ -1,0 +1,247 @@
+"""OrcaJudge: load a checkpoint, score items, save it back."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from . import likelihoods
+from .checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from .config import OrcaConfig
+from .data import OrcaItem, load_items
+from .model import (
+    OrcaModel,
+    is_encoder,
+    load_backbone,
+    resolve_device,
+    resolve_dtype,
+    resolved_pooling,
+    weights_fingerprint,
+)
+from .template import Encoded, encode
+
+
+class BackboneMismatchError(CheckpointError):
+    """The backbone weights differ from those the checkpoint was trained on."""
+
+
+@dataclass
+class OrcaPrediction:
+    """The judge's output for one item (means on 1-5 and [0, 1]; variance None for Bernoulli)."""
+
+    id: str
+    expected: float
+    expected_unit: float
+    variance: float | None
+    variance_unit: float | None
+    distribution: dict[str, Any]
+    clamped: float
+    clamped_unit: float
+    n_tokens: int
+    truncated: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def load_adapter(backbone: nn.Module, adapter_dir: Path, trainable: bool = False):
+    """Attach a saved LoRA adapter, accepting keys saved from a causal-LM wrapper.
+
+    Every adapter weight the model expects must be present, otherwise CheckpointError.
+    Returns (peft_model, lora_config, adapter_state).
+    """
+    from peft import LoraConfig, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    lora = LoraConfig.from_pretrained(str(adapter_dir))
+    lora.task_type = None
+    lora.inference_mode = not trainable
+    weights = adapter_dir / "adapter_model.safetensors"
+    if weights.exists():
+        saved = load_file(weights)
+    elif (adapter_dir / "adapter_model.bin").exists():
+        saved = torch.load(adapter_dir / "adapter_model.bin", map_location="cpu", weights_only=True)
+    else:
+        raise CheckpointError(f"{adapter_dir}: missing adapter_model.safetensors")
+    for p in backbone.parameters():
+        p.requires_grad_(False)
+    peft_model = get_peft_model(backbone, lora)
+    expected = set(get_peft_model_state_dict(peft_model))
+    state = {}
+    for key, value in saved.items():
+        # Adapters saved on XForCausalLM carry one extra "model." level.
+        alt = key.replace("base_model.model.model.", "base_model.model.", 1)
+        state[key if key in expected else alt] = value
+    missing = expected - set(state)
+    if missing:
+        raise CheckpointError(f"{weights}: adapter does not match the backbone; "
+                              f"{len(missing)} weights missing, e.g. {sorted(missing)[0]}")
+    set_peft_model_state_dict(peft_model, {k: state[k] for k in expected})
+    for name, p in peft_model.named_parameters():
+        p.requires_grad_(trainable and "lora_" in name)
+    return peft_model, lora, {k: state[k] for k in sorted(expected)}
+
+
+class OrcaJudge:
+    """A trained judge: tokenizer + backbone (LoRA merged) + head, with its OrcaConfig."""
+
+    def __init__(self, model: OrcaModel, tokenizer: Any, config: OrcaConfig, *,
+                 backbone_fingerprint: str, adapter: tuple[Any, dict[str, torch.Tensor]] | None = None,
+                 metrics: dict[str, Any] | None = None, device: torch.device | None = None):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.config = config
+        self.backbone_fingerprint = backbone_fingerprint
+        self.adapter = adapter
+        self.metrics = metrics or {}
+        self.device = device or torch.device("cpu")
+
+    @classmethod
+    def from_pretrained(cls, path_or_hub_id: str | Path, device: str | torch.device | None = None,
+                        dtype: str | torch.dtype | None = None, *, backbone: str | None = None,
+                        strict_backbone: bool = False, merge: bool = True) -> OrcaJudge:
+        """Load a native or published-layout checkpoint (a directory, or a Hub id if cached)."""
+        from transformers import AutoTokenizer
+
+        path = Path(path_or_hub_id)
+        if not path.exists():
+            path = _hub_snapshot(str(path_or_hub_id))
+        ckpt = read_checkpoint(path, backbone=backbone)
+        cfg = ckpt.config
+        dev = resolve_device(device)
+        torch_dtype = dtype if isinstance(dtype, torch.dtype) else resolve_dtype(dtype or cfg.dtype, dev)
+        tokenizer = AutoTokenizer.from_pretrained(str(ckpt.tokenizer_dir))
+        base = load_backbone(cfg.backbone, torch_dtype)
+        fingerprint = weights_fingerprint(base)
+        if ckpt.backbone_fingerprint and fingerprint != ckpt.backbone_fingerprint:
+            msg = (f"{path}: backbone {cfg.backbone!r} has weight fingerprint {fingerprint}, but the "
+                   f"checkpoint was trained on {ckpt.backbone_fingerprint}; predictions are not valid")
+            if strict_backbone:
+                raise BackboneMismatchError(msg)
+            warnings.warn(msg, stacklevel=2)
+        adapter = None
+        if ckpt.adapter_dir is not None:
+            peft_model, lora, state = load_adapter(base, ckpt.adapter_dir)
+            adapter = (lora, state)
+            base = peft_model.merge_and_unload() if merge else peft_model
+        pooling = ckpt.pooling or resolved_pooling(cfg, base.config)
+        model = OrcaModel(base, cfg.likelihood, pooling, base.config.hidden_size)
+        expected_shape = tuple(model.head.weight.shape)
+        if tuple(ckpt.head["weight"].shape) != expected_shape:
+            raise CheckpointError(f"{path}: head weight shape {tuple(ckpt.head['weight'].shape)} does "
+                                  f"not fit likelihood {cfg.likelihood!r} on this backbone "
+                                  f"(expected {expected_shape})")
+        model.head.load_state_dict({k: v.float() for k, v in ckpt.head.items()})
+        for p in model.parameters():
+            p.requires_grad_(False)
+        model.to(dev)
+        return cls(model, tokenizer, cfg, backbone_fingerprint=fingerprint, adapter=adapter,
+                   metrics=ckpt.metrics, device=dev)
+
+    def save_pretrained(self, directory: str | Path) -> Path:
+        """Write this judge as a native checkpoint that from_pretrained reads back exactly."""
+        lora, state = self.adapter if self.adapter is not None else (None, None)
+        return write_checkpoint(directory, config=self.config, head=self.model.head.state_dict(),
+                                adapter_config=lora, adapter_state=state, tokenizer=self.tokenizer,
+                                backbone_fingerprint=self.backbone_fingerprint,
+                                pooling=self.model.pooling, metrics=self.metrics)
+
+    def encode(self, item: OrcaItem | Mapping[str, Any]) -> Encoded:
+        """Token ids for one item under this judge's template and token limit."""
+        return encode_item(self.tokenizer, item, self.config, self.model.backbone.config)
+
+    def logits(self, items: Sequence[OrcaItem], batch_size: int | None = None,
+               progress: bool = False) -> tuple[torch.Tensor, list[Encoded]]:
+        """Head outputs for items, computed in length-sorted batches."""
+        encoded = [self.encode(it) for it in items]
+        out = batched_logits(self.model, encoded, pad_id=pad_token_id(self.tokenizer),
+                             batch_size=batch_size or self.config.eval_batch_size,
+                             device=self.device, progress=progress)
+        return out, encoded
+
+    def score(self, records: Iterable[OrcaItem | Mapping[str, Any]], batch_size: int | None = None,
+              progress: bool = False) -> list[OrcaPrediction]:
+        """Predict the rating distribution of each record (dicts with the public column names)."""
+        records = list(records)
+        if all(isinstance(r, OrcaItem) for r in records):
+            items = records
+        else:
+            items = load_items([r.as_dict() if isinstance(r, OrcaItem) else r for r in records])
+        logits, encoded = self.logits(items, batch_size=batch_size, progress=progress)
+        return predictions_from_logits(self.config, [it.id for it in items], logits, encoded)
+
+
+def predictions_from_logits(cfg: OrcaConfig, ids: Sequence[str], logits: torch.Tensor,
+                            encoded: Sequence[Encoded]) -> list[OrcaPrediction]:
+    """Turn head outputs into OrcaPredictions (moments on both scales, clamped mean)."""
+    mean, var = likelihoods.moments(cfg.likelihood, logits)
+    dists = likelihoods.distribution(cfg.likelihood, logits)
+    preds = []
+    for i, item_id in enumerate(ids):
+        mu = float(mean[i])
+        v = None if var is None else float(var[i])
+        clamped = likelihoods.clamp_mean(mu, v, cfg.clamp_threshold, cfg.clamp_margin)
+        preds.append(OrcaPrediction(
+            id=item_id, expected=1 + 4 * mu, expected_unit=mu,
+            variance=None if v is None else 16 * v, variance_unit=v, distribution=dists[i],
+            clamped=1 + 4 * clamped, clamped_unit=clamped,
+            n_tokens=len(encoded[i].input_ids), truncated=encoded[i].truncated))
+    return preds
+
+
+def encode_item(tokenizer: Any, item: OrcaItem | Mapping[str, Any], cfg: OrcaConfig,
+                backbone_config: Any) -> Encoded:
+    """Encode one item with the config's template, flags and token limit."""
+    record = item.as_dict() if isinstance(item, OrcaItem) else item
+    special = cfg.add_special_tokens
+    if special is None:
+        special = is_encoder(backbone_config)
+    return encode(tokenizer, record, template=cfg.template, max_tokens=cfg.max_tokens,
+                  add_special_tokens=special, use_question=cfg.use_question,
+                  use_rationale=cfg.use_rationale, use_transcript=cfg.use_transcript)
+
+
+def pad_token_id(tokenizer: Any) -> int:
+    """Pad id; decoders without one pad with EOS (masked out anyway)."""
+    for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id):
+        if candidate is not None:
+            return int(candidate)
+    return 0
+
+
+def batched_logits(model: OrcaModel, encoded: Sequence[Encoded], *, pad_id: int, batch_size: int,
+                   device: torch.device, progress: bool = False) -> torch.Tensor:
+    """Logits for all encoded items in the original order, using length-sorted batches."""
+    from tqdm.auto import tqdm
+
+    from .model import collate
+
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
+    out = torch.empty(len(encoded), model.head.out_features)
+    was_training = model.training
+    model.eval()
+    starts = range(0, len(order), batch_size)
+    with torch.inference_mode():
+        for start in tqdm(starts, desc="scoring", unit="batch", disable=not progress):
+            idx = order[start:start + batch_size]
+            ids, mask = collate([encoded[i].input_ids for i in idx], pad_id, device=device)
+            out[idx] = model(ids, mask).float().cpu()
+    model.train(was_training)
+    return out
+
+
+def _hub_snapshot(repo_id: str) -> Path:
+    """Resolve a Hub id through the local cache (downloads only when online)."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(repo_id))
+    except Exception as err:
+        raise CheckpointError(f"{repo_id}: not a local directory and not available from the Hub "
+                              f"cache ({type(err).__name__}: {err})") from None

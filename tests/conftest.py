@@ -1,0 +1,79 @@
+"""Shared fixtures: the released AQUA data, real demo clips, and audio stood in for the rest."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+# Nothing in the tests may reach the Hugging Face Hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("AQUA_SHARED_DIR", REPO.parent / "shared"))
+RELEASED_DIR = SHARED / "data" / "aqua-bench"
+DEMO_AUDIO_DIR = SHARED / "data" / "aqua-demo-audio"
+# The real clips of the authors' demo, keyed by the end of the released audio_filename.
+REAL_CLIPS = {
+    "ESC-50-master/audio_16k/4-181955-C-3.wav": "4-181955-C-3.wav",
+    "music_dataset/Acoustic_Guitar/2940.wav": "Acoustic_Guitar-2940.wav",
+    "audio_16k/m1553_0_cough.wav": "m1553_0_cough.wav",
+}
+
+
+def real_clip_for(audio_filename: str) -> Path | None:
+    """The real demo clip standing for a released audio_filename, if there is one."""
+    for suffix, name in REAL_CLIPS.items():
+        if audio_filename.endswith(suffix):
+            return DEMO_AUDIO_DIR / name
+    return None
+STAND_IN_RATES = (16000, 22050, 32000, 44100)
+
+
+@pytest.fixture(scope="session")
+def released_dir() -> Path:
+    if not RELEASED_DIR.is_dir():
+        pytest.fail(f"released AQUA-Bench files not found at {RELEASED_DIR} (set AQUA_SHARED_DIR)")
+    return RELEASED_DIR
+
+
+@pytest.fixture(scope="session")
+def demo_audio_dir() -> Path:
+    return DEMO_AUDIO_DIR
+
+
+@pytest.fixture(scope="session")
+def released_audio_root(tmp_path_factory, released_dir) -> Path:
+    """Audio for every clip of the three main tracks at its resolved path.
+
+    The three clips the authors published are the real files; the others are short
+    synthesized tones at varied sample rates, standing in for ESC-50/VocalSound/music.
+    """
+    from aqua_tasks.audio import canonical_relpath
+    from aqua_tasks.data import TRACKS, load_items
+
+    root = tmp_path_factory.mktemp("audio")
+    rng = np.random.default_rng(0)
+    n = 0
+    for track in TRACKS:
+        for item in load_items(released_dir, track):
+            path = root / canonical_relpath(track, item.audio_filename)
+            if path.exists():
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            real = real_clip_for(item.audio_filename)
+            if real is not None:
+                shutil.copyfile(real, path)
+                continue
+            rate = STAND_IN_RATES[n % len(STAND_IN_RATES)]
+            n += 1
+            t = np.arange(int(0.1 * rate)) / rate
+            wave = 0.2 * np.sin(2 * np.pi * rng.uniform(100, 2000) * t)
+            sf.write(path, wave.astype(np.float32), rate)
+    return root
