@@ -177,7 +177,9 @@ def source_key(track: str, name: str) -> str:
 def folder_clips(folder: Path, track: str) -> dict[str, SourceClip]:
     """Index the audio files of a local copy of a source dataset."""
     clips: dict[str, SourceClip] = {}
-    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in AUDIO_SUFFIXES)
+    files = sorted(
+        p for p in folder.rglob("*") if p.suffix.lower() in AUDIO_SUFFIXES and p.is_file()
+    )
     for path in files:
         # Music classes are folder names, so a file straight under the source has none.
         if track == "music" and path.parent == folder:
@@ -443,9 +445,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _print_check(results: Sequence[TrackCheck]) -> None:
     for result in results:
+        rates = ", ".join(f"{n} at {rate} Hz" for rate, n in sorted(result.sample_rates.items()))
         print(
             f"{result.track}: {result.referenced} referenced, {result.found} found, "
             f"{len(result.missing)} missing (root: {result.root or 'none'})"
+            + (f"; {rates}" if rates else "")
         )
         for missing in result.missing[:LISTED]:
             print(f"  {missing.reason}: {missing.audio_filename}")
@@ -453,7 +457,8 @@ def _print_check(results: Sequence[TrackCheck]) -> None:
             print(f"  ... and {len(result.missing) - LISTED} more (--json lists all)")
         if result.missing:
             print(f"  tried (first missing): {', '.join(result.missing[0].tried)}")
-            print(f"  fix: {fix_hint(result.track)}")
+            flags = f"--audio-root or --{result.track}-audio-root"
+            print(f"  fix: {fix_hint(result.track)} Here: {flags}.")
 
 
 def _print_prepare(report: PrepareReport) -> None:

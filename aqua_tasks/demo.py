@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import random
 import sys
@@ -36,6 +37,8 @@ UNANSWERABLE_QUESTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 GUIDANCE = "Please select one from the options provided."
 SAMPLE_RATES = (16000, 22050, 44100)
+TASK_ORDER = ("aqua_animal", "aqua_music", "aqua_vocal")
+GROUP_ROW = "all (aqua)"
 DEMO_MODELS = ("aqua-always-reject", "aqua-first-option", "aqua-random")
 
 
@@ -136,11 +139,12 @@ def run_demo(out: Path, clips_per_class: int = 2, models: Sequence[str] = DEMO_M
     results = {}
     for model in models:
         output = simple_evaluate(model=model, tasks=["aqua"], task_manager=manager)
-        results[model] = {
-            task.removeprefix("aqua_"): {k.split(",")[0]: v for k, v in metrics.items()}
+        per_task = {
+            task: {k.split(",")[0]: v for k, v in metrics.items() if "_stderr," not in k}
             for task, metrics in output["results"].items()
-            if task.startswith("aqua_")
         }
+        results[model] = {name.removeprefix("aqua_"): per_task[name] for name in TASK_ORDER}
+        results[model][GROUP_ROW] = per_task["aqua"]
     return results
 
 
@@ -157,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.clips_per_class < 1:
         parser.error("--clips-per-class must be at least 1")
+    logging.getLogger("lm_eval").setLevel(logging.WARNING)
     with tempfile.TemporaryDirectory(prefix="aqua-demo-") as tmp:
         out = args.out or Path(tmp)
         results = run_demo(out, args.clips_per_class)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import string
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,8 +40,10 @@ class Extraction:
 
 # ---- text normalisation and word stems -------------------------------------------------
 
-_TRANSLATE = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "_": " ", "*": None,
-                            "`": None, "#": None, "~": None})  # fmt: skip
+_TRANSLATE = str.maketrans("‘’“”_", "''\"\" ", "*`#~")
+# Patterns run on an ASCII-lowered copy: same length, so positions agree with the original,
+# and far faster than case-insensitive matching.
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _FILLERS = frozenset({"a", "an", "the", "of", "his", "her", "their", "its", "my", "your"})
 _ARTICLES = frozenset({"a", "an", "the"})
@@ -61,7 +64,11 @@ def _normalise(reply: str) -> str:
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     """Crude stem so that 'coughs'/'cough', 'sneeze'/'Sneezes'/'sneezing' compare equal."""
-    w = word.casefold().replace("'", "")
+    # Accents folded ("Café" names "Cafe"); combining marks are dropped after decomposition.
+    w = "".join(
+        c for c in unicodedata.normalize("NFKD", word.casefold()) if not unicodedata.combining(c)
+    )
+    w = w.replace("'", "")
     if len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
     for suffix in ("ing", "ed"):
@@ -119,7 +126,6 @@ _WRAPPED_LETTER = re.compile(
     r"(?<!\w)[(\[{]\s*([a-z])\s*[)\]}]"  # (e) [E] {e}
     r"|(?<![\w(\[{])([a-z])\)"  # e)
     r"|\b(?:option|choice|letter)\s*[:#]?\s*\(?([a-z])\b(?!['-])",  # option e
-    re.I,
 )
 _UPPER_LETTER = re.compile(r"(?<![\w'.-])[A-Z](?![\w'-]|\.\w)")
 _NEXT_WORD = re.compile(r"\s+([A-Za-z]+)")
@@ -140,7 +146,6 @@ _REJECTION = re.compile(
     r"|reveal)\s+(?:enough\s+|sufficient\s+|any\s+)?(?:information|info|details?|evidence)\b"
     r"|\b(?:do\s+not|don't)\s+know\b|\bunanswerable\b|\bnot\s+answerable\b"
     r"|\bnot\s+(?:listed|among\s+the\s+(?:options|choices)|in\s+the\s+(?:options|choices|list))\b",
-    re.I,
 )
 
 
@@ -148,7 +153,7 @@ class _Mention(NamedTuple):
     start: int
     end: int
     idxs: frozenset[int]  # more than one: a letter that labels another option's text
-    kind: str  # "letter" | "text" | "rejection"
+    kind: str  # "letter" | "text" | "rejection" | "pair" (a letter with its text)
     label: str
 
 
@@ -162,14 +167,18 @@ def _letter_mention(m: re.Match[str], letter: str, item: _Item) -> _Mention | No
     return _Mention(m.start(), m.end(), frozenset({item.canon[i]}), "letter", label)
 
 
-def _raw_mentions(text: str, item: _Item, extra: list[_Mention]) -> list[_Mention]:
+def _raw_mentions(text: str, low: str, item: _Item, extra: list[_Mention | None]) -> list[_Mention]:
     found: list[_Mention | None] = list(extra)
-    for m in _WRAPPED_LETTER.finditer(text):
+    for m in _WRAPPED_LETTER.finditer(low):
         found.append(_letter_mention(m, next(g for g in m.groups() if g), item))
     for m in _UPPER_LETTER.finditer(text):
         nxt = _NEXT_WORD.match(text, m.end())
         # "A dog", "I think", "E string" are words, not option letters.
-        if nxt and nxt.group(1) not in _LETTER_VERBS and (m.group() in "AI" or nxt.group(1).islower()):
+        if (
+            nxt
+            and nxt.group(1) not in _LETTER_VERBS
+            and (m.group() in "AI" or nxt.group(1).islower())
+        ):
             continue
         found.append(_letter_mention(m, m.group(), item))
     toks = [(m.start(), m.end(), _stem(m.group())) for m in _WORD.finditer(text)]
@@ -188,12 +197,12 @@ def _raw_mentions(text: str, item: _Item, extra: list[_Mention]) -> list[_Mentio
                 begin = toks[t - 1][0] if article else start
                 label = f"option text {item.options[idx]!r}"
                 found.append(_Mention(begin, toks[j][1], frozenset({idx}), "text", label))
-    for m in _REJECTION.finditer(text):
-        label = f"rejection phrase {m.group().lower()!r}"
+    for m in _REJECTION.finditer(low):
+        label = f"rejection phrase {m.group()!r}"
         if item.rejection != NO_REJECTION:
             label += f" -> option {item.options[item.rejection]!r}"
         found.append(_Mention(m.start(), m.end(), frozenset({item.rejection}), "rejection", label))
-    return _pair_letters(_drop_contained([f for f in found if f]), text)
+    return _pair_letters(_drop_contained([f for f in found if f]), low)
 
 
 def _drop_contained(mentions: list[_Mention]) -> list[_Mention]:
@@ -214,13 +223,14 @@ def _pair_letters(ms: list[_Mention], text: str) -> list[_Mention]:
     """Merge "(a) Dog" / "Dog (a)" into one mention; a disagreeing pair keeps both options."""
 
     def pairs(a: _Mention, b: _Mention | None) -> bool:
-        return bool(b) and (a.kind == "letter") != (b.kind == "letter") and bool(
-            _PAIR_GAP.fullmatch(text, a.end, b.start))  # fmt: skip
+        if b is None or (a.kind == "letter") == (b.kind == "letter"):
+            return False
+        return _PAIR_GAP.fullmatch(text, a.end, b.start) is not None
 
     out: list[_Mention] = []
     i = 0
     while i < len(ms):
-        m, nxt, after = (ms[i : i + 3] + [None, None])[:3]
+        m, nxt, after = [*ms[i : i + 3], None, None][:3]
         # A letter pairs forward with its own text; in "Dog (b) Cat" the (b) belongs to Cat.
         if pairs(m, nxt) and (m.kind == "letter" or not pairs(nxt, after)):
             letter, named = (m, nxt) if m.kind == "letter" else (nxt, m)
@@ -237,27 +247,23 @@ def _pair_letters(ms: list[_Mention], text: str) -> list[_Mention]:
 
 # ---- which mentions commit to an answer ------------------------------------------------
 
-_CLAUSE_BREAK = re.compile(r"[.;:!?\n,]|\b(?:but|however|although|though|whereas|while)\b", re.I)
-_HYPOTHETICAL = re.compile(r"\b(?:if|unless|whether)\b", re.I)
+_CLAUSE_BREAK = re.compile(r"[.;:!?\n,]|\b(?:but|however|although|though|whereas|while)\b")
+_HYPOTHETICAL = re.compile(r"\b(?:if|unless|whether)\b")
 _NEGATION = re.compile(
     r"\b(?:not|no|never|neither|nor|without|unlike|except|excluding|exclude|cannot|eliminate"
     r"|eliminated|ruled?\s+out|rather\s+than|instead\s+of|other\s+than)\b|n't\b",
-    re.I,
 )
-_NOT_NEGATION = re.compile(r"\b(?:no\s+doubt|not\s+only|not\s+just)\b", re.I)
+_NOT_NEGATION = re.compile(r"\b(?:no\s+doubt|not\s+only|not\s+just)\b")
 _POST_NEGATION = re.compile(
     r"[\s)\]\"'\-–—:]*(?:(?:is|are|was|were|would|does|do|did|can|could|should|seems?|sounds?)\s+)?"
     r"(?:(?:be|definitely|clearly|also)\s+)?(?:not|never|cannot|\w+n't|wrong|incorrect|unlikely"
     r"|ruled\s+out|excluded|eliminated)\b",
-    re.I,
 )
 
 
-def _commits(masked: str, m: _Mention) -> bool:
+def _commits(masked: str, clause_start: int, m: _Mention) -> bool:
     """False for negated ("not a dog", "(b) is wrong") or hypothetical ("if it were a cat")."""
-    before = masked[max(0, m.start - 80) : m.start]
-    cut = max((b.end() for b in _CLAUSE_BREAK.finditer(before)), default=0)
-    clause = before[cut:]
+    clause = masked[max(clause_start, m.start - 80) : m.start]
     tail = _NOT_NEGATION.sub(" ", " ".join(clause.split()[-5:]))
     negated = _NEGATION.search(tail) or _POST_NEGATION.match(masked, m.end)
     return not (negated or _HYPOTHETICAL.search(clause))
@@ -269,17 +275,16 @@ _STRONG_CUE = re.compile(
     r"|\b(?:correct|best|right|final)\s+(?:option|choice)\s*(?:is\b|would\s+be\b|:)"
     r"|\bi(?:'d|\s+would|\s+will|'ll)?\s+(?:choose|select|pick|go\s+with)\b"
     r"|\bmy\s+(?:choice|selection|pick)\s*(?:is\b|:)",
-    re.I,
 )
-_WEAK_CUE = re.compile(r"\b(?:so|therefore|thus|hence|most\s+likely|probably)\b\s*[:,]?", re.I)
+_WEAK_CUE = re.compile(r"\b(?:so|therefore|thus|hence|most\s+likely|probably)\b\s*[:,]?")
+_TARGET_CHARS = 160
 _TARGET_START = re.compile(r"[\s:=\-\"']*")
 _TARGET_END = re.compile(
     r"[.!?](?=\s|$)|[\n;,]|\s[-–—]\s|\b(?:because|since|as|which|given|due\s+to|while|whereas"
     r"|but|though|although)\b",
-    re.I,
 )
-_TARGET_LETTER = re.compile(r"[(\[]?([a-z])[)\]]?(?![\w'-])", re.I)
-_BARE_LETTER = re.compile(r"\W*(?:(?:answer|option|choice)\W*)?\(?([a-z])\)?\W*", re.I)
+_TARGET_LETTER = re.compile(r"[(\[]?([a-z])[)\]]?(?![\w'-])")
+_BARE_LETTER = re.compile(r"\W*(?:(?:answer|option|choice)\W*)?\(?([a-z])\)?\W*")
 _SENTENCE_BREAK = re.compile(r"[.!?]+\s+")
 
 
@@ -291,7 +296,7 @@ def _describe(idx: int, item: _Item) -> str:
 
 def _verdict(ms: list[_Mention], item: _Item, where: str) -> Extraction | None:
     """One option named -> chosen; several -> ambiguous (unparsed); none -> None."""
-    idxs = sorted(set().union(*(m.idxs for m in ms)))
+    idxs = sorted(_idxs(ms))
     if not idxs:
         return None
     if len(idxs) > 1:
@@ -325,6 +330,75 @@ def _check_reply(reply: str) -> None:
         raise TypeError(f"reply must be a str, got {type(reply).__name__}")
 
 
+class _Target(NamedTuple):
+    cue: str
+    strong: bool  # "answer is", "I choose" (strong) vs "so", "probably" (weak)
+    cue_start: int
+    start: int
+    end: int
+
+
+class _Mentions:
+    """Mentions sorted by position, searchable in log time so long replies stay linear."""
+
+    def __init__(self, mentions: list[_Mention]) -> None:
+        self.items = mentions
+        self.starts = [m.start for m in mentions]
+        self.suffix: list[set[int]] = [set()]  # suffix[-k-1]: options named by the last k
+        for m in reversed(mentions):
+            self.suffix.append(self.suffix[-1] | m.idxs)
+        self.suffix.reverse()
+
+    def within(self, lo: int, hi: int) -> list[_Mention]:
+        return self.items[bisect.bisect_left(self.starts, lo) : bisect.bisect_left(self.starts, hi)]
+
+    def named_from(self, pos: int) -> set[int]:
+        return self.suffix[bisect.bisect_left(self.starts, pos)]
+
+    def covers(self, pos: int) -> bool:
+        k = bisect.bisect_right(self.starts, pos) - 1
+        return k >= 0 and self.items[k].end > pos
+
+
+def _committed(low: str, mentions: _Mentions) -> _Mentions:
+    """Keep the mentions that are neither negated nor hypothetical."""
+    masked = list(low)
+    for m in mentions.items:  # an option's own words never negate what follows ("Cannot be")
+        masked[m.start : m.end] = "x" * (m.end - m.start)
+    masked_text = "".join(masked)
+    breaks = [0, *(b.end() for b in _CLAUSE_BREAK.finditer(masked_text))]
+    return _Mentions(
+        [
+            m
+            for m in mentions.items
+            if _commits(masked_text, breaks[bisect.bisect_right(breaks, m.start) - 1], m)
+        ]
+    )
+
+
+def _idxs(ms: list[_Mention]) -> set[int]:
+    return set().union(*(m.idxs for m in ms))
+
+
+def _cue_targets(low: str, item: _Item) -> tuple[list[_Target], list[_Mention | None]]:
+    """Each cue with its target span, plus letters that only count right after a cue."""
+    cues = [(m, True) for m in _STRONG_CUE.finditer(low)]
+    cues += [(m, False) for m in _WEAK_CUE.finditer(low)]
+    targets, letters = [], []
+    for cue, strong in sorted(cues, key=lambda c: c[0].start()):
+        start = _TARGET_START.match(low, cue.end()).end()
+        # Bounded, so that thousands of cues without punctuation stay linear.
+        limit = min(start + _TARGET_CHARS, len(low))
+        end = _TARGET_END.search(low, min(start + 1, limit), limit)
+        name = " ".join(cue.group().split())
+        targets.append(_Target(name, strong, cue.start(), start, end.start() if end else limit))
+        # Lower case counts here: "answer: a", "so, e". But "answer is a dog" is not (a).
+        lm = _TARGET_LETTER.match(low, start)
+        if lm and not (lm.group() in "ai" and _NEXT_WORD.match(low, lm.end())):
+            letters.append(_letter_mention(lm, lm.group(1), item))
+    return targets, letters
+
+
 def extract_mmau(
     reply: str, options: Sequence[str], rejection_strings: Sequence[str] = DEFAULT_REJECTIONS
 ) -> Extraction:
@@ -337,77 +411,65 @@ def extract_mmau(
     if not _WORD.search(text):
         return Extraction(None, False, "empty reply" if not text else "no words in reply")
 
-    bare = _BARE_LETTER.fullmatch(text)
+    low = text.translate(_ASCII_LOWER)
+    bare = _BARE_LETTER.fullmatch(low)
     if bare:
-        i = ord(bare.group(1).lower()) - ord("a")
+        letter = bare.group(1)
+        i = ord(letter) - ord("a")
         if i < len(item.options):
-            return Extraction(item.canon[i], True, f"bare letter ({bare.group(1).lower()})")
-        return Extraction(None, True, f"letter ({bare.group(1).lower()}) is not an option")
+            return Extraction(item.canon[i], True, f"bare letter ({letter})")
+        return Extraction(None, True, f"letter ({letter}) is not an option")
 
-    cues = [(m, True) for m in _STRONG_CUE.finditer(text)]
-    cues += [(m, False) for m in _WEAK_CUE.finditer(text)]
-    # A bare letter right after a cue is a letter even in lower case: "answer: a", "so: e".
-    targets, extra = [], []
-    for cue, strong in sorted(cues, key=lambda c: c[0].start()):
-        start = _TARGET_START.match(text, cue.end()).end()
-        end_m = _TARGET_END.search(text, min(start + 1, len(text)))
-        targets.append((cue, strong, start, end_m.start() if end_m else len(text)))
-        lm = _TARGET_LETTER.match(text, start)
-        # "answer is a dog" is not letter (a); "answer is c because" is letter (c).
-        if lm and not (lm.group(1) in "aAiI" and lm.group() == lm.group(1)
-                       and _NEXT_WORD.match(text, lm.end())):  # fmt: skip
-            extra.append(_letter_mention(lm, lm.group(1), item))
-    mentions = _raw_mentions(text, item, extra)
-    masked = list(text)
-    for m in mentions:
-        masked[m.start : m.end] = "x" * (m.end - m.start)
-    masked_text = "".join(masked)
-    committed = [m for m in mentions if _commits(masked_text, m)]
-    starts = [m.start for m in committed]
-
-    def within(lo: int, hi: int) -> list[_Mention]:
-        return committed[bisect.bisect_left(starts, lo) : bisect.bisect_left(starts, hi)]
+    targets, cue_letters = _cue_targets(low, item)
+    mentions = _Mentions(_raw_mentions(text, low, item, cue_letters))
+    committed = _committed(low, mentions)
 
     # 1. The last explicit answer ("answer is X", "so: X", "I choose X") decides.
-    for cue, strong, start, end in reversed(targets):
-        if any(m.start <= cue.start() < m.end for m in mentions):
+    for name, strong, cue_start, start, end in reversed(targets):
+        if mentions.covers(cue_start):
             continue  # "no correct answer is ..." is a rejection, not a cue
-        cue_name = " ".join(cue.group().lower().split())
-        named = within(start, end)
-        # A weak cue ("so", "probably") decides only if nothing after it names another option.
-        later = set().union(*(m.idxs for m in within(end, len(text))))
-        if strong or (later <= set().union(*(m.idxs for m in named)) and len(named[0].idxs) == 1 if named else False):
-            decided = _verdict(named, item, f" after {cue_name!r}")
-            if decided and (decided.parsed or strong):
+        named = committed.within(start, end)
+        chosen = _idxs(named)
+        # A weak cue ("so", "probably") only counts if nothing after it names another option.
+        if strong or (len(chosen) == 1 and committed.named_from(end) <= chosen):
+            decided = _verdict(named, item, f" after {name!r}")
+            if decided:
                 return decided
-        final = not _WORD.search(text, end)
         span = text[start:end]
-        if strong and final and not any(start <= m.start < end for m in mentions):
+        final = not _WORD.search(text, end)
+        if strong and final and not mentions.within(start, end):
             by_head = _head_match(span, item)
-            if by_head:
-                return by_head
-            if 1 <= len(_WORD.findall(span)) <= 5:
-                return Extraction(None, True, f"answer {span.strip()!r} is not an option")
+            if by_head or 1 <= len(_WORD.findall(span)) <= 5:
+                return by_head or Extraction(
+                    None, True, f"answer {span.strip()!r} is not an option"
+                )
 
-    # 2. Otherwise the options the reply commits to: all of it, else its last line, else
-    #    its last sentence, so that reasoning before the answer does not count.
+    # 2. Otherwise what the reply commits to: all of it, else its last line, else its last
+    #    sentence, so that options weighed while reasoning do not count.
     line_start = text.rfind("\n") + 1
-    sentence_start = max((m.end() for m in _SENTENCE_BREAK.finditer(text, line_start)), default=line_start)
-    first = None
-    for lo, where in ((0, ""), (line_start, " (last line)"), (sentence_start, " (last sentence)")):
-        decided = _verdict(within(lo, len(text)), item, where)
+    breaks = _SENTENCE_BREAK.finditer(text, line_start)
+    sentence_start = max((m.end() for m in breaks), default=line_start)
+    ambiguous = None
+    for lo, where in (
+        (0, ""),
+        (line_start, " in last line"),
+        (sentence_start, " in last sentence"),
+    ):
+        decided = _verdict(committed.within(lo, len(text)), item, where)
         if decided and decided.parsed:
             return decided
-        first = first or decided
-    if first:
-        return first
-    if mentions:
-        names = " and ".join(_describe(i, item) for i in sorted(set().union(*(m.idxs for m in mentions))))
+        ambiguous = ambiguous or decided
+    if ambiguous:
+        return ambiguous
+    if mentions.items:
+        names = " and ".join(_describe(i, item) for i in sorted(mentions.named_from(0)))
         return Extraction(None, False, f"only negated or hypothetical mentions of {names}")
 
-    # 3. No option named: a short reply names something else (a wrong answer).
+    # 3. No option named: a short reply names something else, which is a wrong answer.
     if len(_WORD.findall(text)) <= SHORT_REPLY_WORDS:
-        return _head_match(text, item) or Extraction(None, True, f"names {text[:40]!r}, not an option")
+        return _head_match(text, item) or Extraction(
+            None, True, f"names {text[:40]!r}, not an option"
+        )
     return Extraction(None, False, "no option, letter or rejection recognised")
 
 

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 
 import datasets
+from lm_eval.api.task import ConfigurableTask
 
 from aqua_tasks.audio import AudioFileError, AudioRoots, LazyAudio, probe_audio, resolve_audio
 from aqua_tasks.data import AquaItem, check_track, check_variant, load_items
@@ -20,6 +21,32 @@ TRUE_STRINGS = frozenset({"1", "true", "yes", "on"})
 
 def _flag(value: object) -> bool:
     return value is True or str(value).strip().lower() in TRUE_STRINGS
+
+
+def audio_enabled(settings: Mapping) -> bool:
+    """Whether a run feeds audio (default) or is an explicit text-only run (`"audio": false`)."""
+    value = settings.get("audio", True)
+    return value is True or str(value).strip().lower() not in {"0", "false", "no", "off"}
+
+
+class AquaTask(ConfigurableTask):
+    """A YAML-configured task whose audio input can be switched off explicitly.
+
+    lm-eval 0.4.13 refuses audio tasks for models without multimodal support, and its API
+    models fail on audio arguments, so built-in models can only run AQUA text-only. That mode
+    must be asked for (`--metadata '{"audio": false}'`), and is recorded in the results.
+    """
+
+    def __init__(self, config: dict | None = None, **kwargs: object) -> None:
+        config = dict(config or {})
+        config.pop("class", None)  # the factory's routing key, not a TaskConfig field
+        if not audio_enabled(config.get("metadata") or {}):
+            config["doc_to_audio"] = None
+            logger.warning(
+                "%s: text-only run (audio: false): the model never hears the clips",
+                config.get("task"),
+            )
+        super().__init__(config=config, **kwargs)
 
 
 def item_to_doc(
@@ -77,15 +104,21 @@ def build_docs(
     check_track(track)
     check_variant(variant)
     extractor = get_extractor_name(extractor)
-    roots = AudioRoots.from_settings(settings or {})
+    settings = settings or {}
+    with_audio = audio_enabled(settings)
+    roots = AudioRoots.from_settings(settings)
     docs = []
     for item in load_items(data_dir, track, variant):
-        try:
-            audio_path, audio_error = str(resolve_audio(track, item.audio_filename, roots)), ""
-        except AudioFileError as error:
-            # Reported when lm-eval builds this item's request: under --limit an absent
-            # clip that is never requested must not stop the run.
-            audio_path, audio_error = "", str(error)
+        if not with_audio:
+            audio_path, audio_error = "", "text-only run: no audio"
+        else:
+            try:
+                audio_path = str(resolve_audio(track, item.audio_filename, roots))
+                audio_error = ""
+            except AudioFileError as error:
+                # Reported when lm-eval builds this item's request: under --limit an absent
+                # clip that is never requested must not stop the run.
+                audio_path, audio_error = "", str(error)
         docs.append(
             item_to_doc(
                 item,

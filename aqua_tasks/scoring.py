@@ -141,12 +141,12 @@ def format_table(rows: Mapping[str, Mapping[str, float]], *, percent: bool = Tru
         return "—" if value is None or math.isnan(value) else f"{value * scale:.1f}"
 
     for name, m in rows.items():
-        lines.append(
-            f"| {name} | {cell(m['acc'])} | {cell(m['ca_aad'])} | {cell(m['ca_iasd'])} "
-            f"| {cell(m['ca_iaqd'])} | {_count(m['n_solvable'])} "
-            f"| {_count(m['n_ca_aad'])} | {_count(m['n_ca_iasd'])} | {_count(m['n_ca_iaqd'])} "
-            f"| {cell(m['unparsed_rate'])} |"
-        )
+        rates = [cell(m.get(k, math.nan)) for k in ("acc", "ca_aad", "ca_iasd", "ca_iaqd")]
+        counts = [
+            _count(m.get(k, math.nan)) for k in ("n_solvable", "n_ca_aad", "n_ca_iasd", "n_ca_iaqd")
+        ]
+        cells = [name, *rates, *counts, cell(m.get("unparsed_rate", math.nan))]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

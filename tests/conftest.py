@@ -33,6 +33,8 @@ def real_clip_for(audio_filename: str) -> Path | None:
         if audio_filename.endswith(suffix):
             return DEMO_AUDIO_DIR / name
     return None
+
+
 STAND_IN_RATES = (16000, 22050, 32000, 44100)
 
 
