@@ -38,15 +38,15 @@ class Extraction:
         return None if self.choice is None else chr(ord("A") + self.choice)
 
 
-# ---- text normalisation and word stems -------------------------------------------------
+# ---- words -----------------------------------------------------------------------------
 
+# Markdown emphasis is dropped, not spaced, so "**(E)**" becomes "(E)".
 _TRANSLATE = str.maketrans("‘’“”_", "''\"\" ", "*`#~")
 # Patterns run on an ASCII-lowered copy: same length, so positions agree with the original,
 # and far faster than case-insensitive matching.
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _FILLERS = frozenset({"a", "an", "the", "of", "his", "her", "their", "its", "my", "your"})
-_ARTICLES = frozenset({"a", "an", "the"})
 # Benchmark class names whose everyday form is not an inflection of the option text.
 _ALIASES: dict[str, tuple[str, ...]] = {
     "laughter": ("laugh",),
@@ -55,27 +55,18 @@ _ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _normalise(reply: str) -> str:
-    # NFKC folds full-width brackets and letters; markdown emphasis is dropped, not spaced,
-    # so "**(E)**" becomes "(E)".
-    return unicodedata.normalize("NFKC", reply).translate(_TRANSLATE)
-
-
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     """Crude stem so that 'coughs'/'cough', 'sneeze'/'Sneezes'/'sneezing' compare equal."""
-    # Accents folded ("Café" names "Cafe"); combining marks are dropped after decomposition.
-    w = "".join(
-        c for c in unicodedata.normalize("NFKD", word.casefold()) if not unicodedata.combining(c)
-    )
-    w = w.replace("'", "")
+    # Accents fold ("Café" names "Cafe"): combining marks are dropped after decomposition.
+    w = unicodedata.normalize("NFKD", word.casefold().replace("'", ""))
+    w = "".join(c for c in w if not unicodedata.combining(c))
     if len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
     for suffix in ("ing", "ed"):
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
             w = w[: -len(suffix)]
-            # "spotted" -> "spot", "swimming" -> "swim"
-            return w[:-1] if w[-1] == w[-2] and w[-1] not in "lsz" else w
+            return w[:-1] if w[-1] == w[-2] and w[-1] not in "lsz" else w  # "spotted"
     if w.endswith("es") and (w[-3:-2] in ("s", "x", "z") or w[-4:-2] in ("ch", "sh")):
         w = w[:-2]
     elif w.endswith("s") and len(w) > 3 and not w.endswith(("ss", "us", "is")):
@@ -88,18 +79,16 @@ def _key(phrase: str) -> tuple[str, ...]:
     return tuple(s for s in stems if s not in _FILLERS) or stems
 
 
-# ---- per-item tables (cached: the same option lists recur thousands of times) ----------
-
-
 class _Item(NamedTuple):
     options: tuple[str, ...]
     canon: tuple[int, ...]  # first index with the same text: duplicates resolve to it
-    keys: dict[str, list[tuple[int, tuple[str, ...]]]]  # first stem -> (index, stems)
+    keys: dict[str, list[tuple[int, tuple[str, ...]]]]  # first stem -> (index, all stems)
     heads: dict[str, int]  # last stem unique to one multi-word option ("guitar")
     rejection: int  # index of the rejection option, or NO_REJECTION
+    starts: re.Pattern[str]  # where a word could start an option: most words are never stemmed
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=4096)  # the same option lists recur thousands of times
 def _compile_item(options: tuple[str, ...], rejections: tuple[str, ...]) -> _Item:
     folded = [" ".join(o.casefold().split()) for o in options]
     canon = tuple(folded.index(f) for f in folded)
@@ -117,20 +106,26 @@ def _compile_item(options: tuple[str, ...], rejections: tuple[str, ...]) -> _Ite
     heads = {h: next(iter(o)) for h, o in head_owners.items() if len(o) == 1 and -2 not in o}
     wanted = {" ".join(r.casefold().split()) for r in rejections}
     rejection = next((canon[i] for i, f in enumerate(folded) if f in wanted), NO_REJECTION)
-    return _Item(options, canon, keys, heads, rejection)
+    # A word starts with the first two letters of its stem ("puppies" -> "puppy" too); words
+    # starting with a non-ASCII letter ("École") or an elision ("O'Hare") always qualify.
+    prefixes = sorted({re.escape(stem[:2]) for stem in keys}, key=len, reverse=True)
+    alternatives = "|".join([*prefixes, r"[^\x00-\x7f]", r"\w'"])
+    starts = re.compile(rf"(?<![\w'])(?:{alternatives})")
+    return _Item(options, canon, keys, heads, rejection, starts)
 
 
-# ---- mentions: places where the reply names an option ----------------------------------
+# ---- patterns --------------------------------------------------------------------------
 
 _WRAPPED_LETTER = re.compile(
     r"(?<!\w)[(\[{]\s*([a-z])\s*[)\]}]"  # (e) [E] {e}
     r"|(?<![\w(\[{])([a-z])\)"  # e)
-    r"|\b(?:option|choice|letter)\s*[:#]?\s*\(?([a-z])\b(?!['-])",  # option e
+    r"|\b(?:option|choice|letter)\s*[:#]?\s*\(?([a-z])(?:\)|\b(?!['-]))"  # option e
 )
 _UPPER_LETTER = re.compile(r"(?<![\w'.-])[A-Z](?![\w'-]|\.\w)")
 _NEXT_WORD = re.compile(r"\s+([A-Za-z]+)")
 # After an uppercase letter these words keep it a letter ("B is correct", not "E string").
 _LETTER_VERBS = frozenset({"is", "was", "seems", "sounds", "fits", "matches", "would", "because"})
+_ARTICLE_BEFORE = re.compile(r"\b(?:a|an|the) $")
 _REJECTION = re.compile(
     r"\bnone\b(?:\s+of\s+(?:the|these|those|them)\b(?:\s+(?:above|options?|choices?|answers?))?)?"
     r"|\bno\s+(?:correct|valid|right|suitable|matching|applicable)\s+(?:answer|option|choice)s?\b"
@@ -145,14 +140,47 @@ _REJECTION = re.compile(
     r"|\b(?:does\s+not|doesn't|do\s+not|don't)\s+(?:provide|give|contain|convey|include|offer"
     r"|reveal)\s+(?:enough\s+|sufficient\s+|any\s+)?(?:information|info|details?|evidence)\b"
     r"|\b(?:do\s+not|don't)\s+know\b|\bunanswerable\b|\bnot\s+answerable\b"
-    r"|\bnot\s+(?:listed|among\s+the\s+(?:options|choices)|in\s+the\s+(?:options|choices|list))\b",
+    r"|\bnot\s+(?:listed|among\s+the\s+(?:options|choices)|in\s+the\s+(?:options|choices|list))\b"
 )
+_PAIR_GAP = re.compile(r"[\s:.=\-–—]*")
+_CLAUSE_BREAK = re.compile(r"[.;:!?\n,]|\b(?:but|however|although|though|whereas|while)\b")
+_HYPOTHETICAL = re.compile(r"\b(?:if|unless|whether)\b")
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|neither|nor|without|unlike|except|excluding|exclude|cannot|eliminate"
+    r"|eliminated|ruled?\s+out|rather\s+than|instead\s+of|other\s+than)\b|n't\b"
+)
+_NOT_NEGATION = re.compile(r"\b(?:no\s+doubt|not\s+only|not\s+just)\b")
+_POST_NEGATION = re.compile(
+    r"[\s)\]\"'\-–—:]*(?:(?:is|are|was|were|would|does|do|did|can|could|should|seems?|sounds?)\s+)?"
+    r"(?:(?:be|definitely|clearly|also)\s+)?(?:not|never|cannot|\w+n't|wrong|incorrect|unlikely"
+    r"|ruled\s+out|excluded|eliminated)\b"
+)
+_STRONG_CUE = re.compile(
+    r"\b(?:(?:final|correct|best|right|my)\s+)?answer\b\s*(?:is\b|would\s+(?:\w+\s+)?be\b"
+    r"|should\s+be\b|must\s+be\b|will\s+be\b|[:=\-]|(?=[(\[]))"
+    r"|\b(?:correct|best|right|final)\s+(?:option|choice)\s*(?:is\b|would\s+be\b|:)"
+    r"|\bi(?:'d|\s+would|\s+will|'ll)?\s+(?:choose|select|pick|go\s+with)\b"
+    r"|\bmy\s+(?:choice|selection|pick)\s*(?:is\b|:)"
+)
+_WEAK_CUE = re.compile(r"\b(?:so|therefore|thus|hence|most\s+likely|probably)\b\s*[:,]?")
+_TARGET_CHARS = 160  # bounded, so that thousands of cues without punctuation stay linear
+_TARGET_START = re.compile(r"[\s:=\-\"']*")
+_TARGET_END = re.compile(
+    r"[.!?](?=\s|$)|[\n;,]|\s[-–—]\s"
+    r"|\b(?:because|since|as|which|given|due\s+to|while|whereas|but|though|although)\b"
+)
+_TARGET_LETTER = re.compile(r"[(\[]?([a-z])[)\]]?(?![\w'-])")
+_BARE_LETTER = re.compile(r"\W*(?:(?:answer|option|choice)\W*)?\(?([a-z])\)?\W*")
+_SENTENCE_BREAK = re.compile(r"[.!?]+\s+")
+
+
+# ---- mentions: places where the reply names an option ----------------------------------
 
 
 class _Mention(NamedTuple):
     start: int
     end: int
-    idxs: frozenset[int]  # more than one: a letter that labels another option's text
+    idxs: frozenset[int]  # more than one: a letter labelling another option's text
     kind: str  # "letter" | "text" | "rejection" | "pair" (a letter with its text)
     label: str
 
@@ -167,65 +195,65 @@ def _letter_mention(m: re.Match[str], letter: str, item: _Item) -> _Mention | No
     return _Mention(m.start(), m.end(), frozenset({item.canon[i]}), "letter", label)
 
 
-def _raw_mentions(text: str, low: str, item: _Item, extra: list[_Mention | None]) -> list[_Mention]:
-    found: list[_Mention | None] = list(extra)
+def _match_rest(text: str, pos: int, stems: tuple[str, ...]) -> int | None:
+    """End of the words matching `stems` from `pos`, skipping up to two fillers before each."""
+    for stem in stems:
+        for _ in range(3):  # "clearing his throat", "clearing of the throat"
+            word = _WORD.search(text, pos)
+            if word is None:
+                return None
+            pos, found = word.end(), _stem(word.group())
+            if found == stem:
+                break
+            if found not in _FILLERS:
+                return None
+        else:
+            return None
+    return pos
+
+
+def _mentions(text: str, low: str, item: _Item, extra: list[_Mention | None]) -> list[_Mention]:
+    """Every letter, option text and rejection phrase, longest first, letters paired."""
+    found = list(extra)
     for m in _WRAPPED_LETTER.finditer(low):
-        found.append(_letter_mention(m, next(g for g in m.groups() if g), item))
+        found.append(_letter_mention(m, next(filter(None, m.groups())), item))
     for m in _UPPER_LETTER.finditer(text):
         nxt = _NEXT_WORD.match(text, m.end())
+        word = nxt.group(1) if nxt else ""
         # "A dog", "I think", "E string" are words, not option letters.
-        if (
-            nxt
-            and nxt.group(1) not in _LETTER_VERBS
-            and (m.group() in "AI" or nxt.group(1).islower())
-        ):
-            continue
-        found.append(_letter_mention(m, m.group(), item))
-    toks = [(m.start(), m.end(), _stem(m.group())) for m in _WORD.finditer(text)]
-    for t, (start, _, stem) in enumerate(toks):
-        for idx, key in item.keys.get(stem, ()):
-            j = t
-            for k in key[1:]:
-                j += 1
-                gap = 0  # allow "clearing his throat", "wearing the hat"
-                while j < len(toks) and toks[j][2] != k and toks[j][2] in _FILLERS and gap < 2:
-                    j, gap = j + 1, gap + 1
-                if j >= len(toks) or toks[j][2] != k:
-                    break
-            else:
-                article = t and toks[t - 1][2] in _ARTICLES and text[toks[t - 1][1] : start] == " "
-                begin = toks[t - 1][0] if article else start
+        if not word or word in _LETTER_VERBS or (m.group() not in "AI" and not word.islower()):
+            found.append(_letter_mention(m, m.group(), item))
+    for c in item.starts.finditer(low):
+        word = _WORD.match(text, c.start())
+        for idx, key in item.keys.get(_stem(word.group()), ()) if word else ():
+            end = _match_rest(text, word.end(), key[1:])
+            if end is not None:
+                article = _ARTICLE_BEFORE.search(low, max(0, word.start() - 4), word.start())
+                begin = article.start() if article else word.start()
                 label = f"option text {item.options[idx]!r}"
-                found.append(_Mention(begin, toks[j][1], frozenset({idx}), "text", label))
+                found.append(_Mention(begin, end, frozenset({idx}), "text", label))
     for m in _REJECTION.finditer(low):
         label = f"rejection phrase {m.group()!r}"
         if item.rejection != NO_REJECTION:
             label += f" -> option {item.options[item.rejection]!r}"
         found.append(_Mention(m.start(), m.end(), frozenset({item.rejection}), "rejection", label))
-    return _pair_letters(_drop_contained([f for f in found if f]), low)
-
-
-def _drop_contained(mentions: list[_Mention]) -> list[_Mention]:
     # Longest match wins: "Acoustic Guitar" over "Guitar", "Horse-drawn cart" over "Horse".
     kept: list[_Mention] = []
     reach = -1
-    for m in sorted(mentions, key=lambda m: (m.start, -m.end)):
+    for m in sorted(filter(None, found), key=lambda m: (m.start, -m.end)):
         if m.end > reach:
             kept.append(m)
             reach = m.end
-    return kept
+    return _pair_letters(kept, low)
 
 
-_PAIR_GAP = re.compile(r"[\s:.=\-–—]*")
-
-
-def _pair_letters(ms: list[_Mention], text: str) -> list[_Mention]:
+def _pair_letters(ms: list[_Mention], low: str) -> list[_Mention]:
     """Merge "(a) Dog" / "Dog (a)" into one mention; a disagreeing pair keeps both options."""
 
     def pairs(a: _Mention, b: _Mention | None) -> bool:
         if b is None or (a.kind == "letter") == (b.kind == "letter"):
             return False
-        return _PAIR_GAP.fullmatch(text, a.end, b.start) is not None
+        return _PAIR_GAP.fullmatch(low, a.end, b.start) is not None
 
     out: list[_Mention] = []
     i = 0
@@ -245,97 +273,13 @@ def _pair_letters(ms: list[_Mention], text: str) -> list[_Mention]:
     return out
 
 
-# ---- which mentions commit to an answer ------------------------------------------------
-
-_CLAUSE_BREAK = re.compile(r"[.;:!?\n,]|\b(?:but|however|although|though|whereas|while)\b")
-_HYPOTHETICAL = re.compile(r"\b(?:if|unless|whether)\b")
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|neither|nor|without|unlike|except|excluding|exclude|cannot|eliminate"
-    r"|eliminated|ruled?\s+out|rather\s+than|instead\s+of|other\s+than)\b|n't\b",
-)
-_NOT_NEGATION = re.compile(r"\b(?:no\s+doubt|not\s+only|not\s+just)\b")
-_POST_NEGATION = re.compile(
-    r"[\s)\]\"'\-–—:]*(?:(?:is|are|was|were|would|does|do|did|can|could|should|seems?|sounds?)\s+)?"
-    r"(?:(?:be|definitely|clearly|also)\s+)?(?:not|never|cannot|\w+n't|wrong|incorrect|unlikely"
-    r"|ruled\s+out|excluded|eliminated)\b",
-)
-
-
-def _commits(masked: str, clause_start: int, m: _Mention) -> bool:
+def _commits(masked: str, m: _Mention) -> bool:
     """False for negated ("not a dog", "(b) is wrong") or hypothetical ("if it were a cat")."""
-    clause = masked[max(clause_start, m.start - 80) : m.start]
+    before = masked[max(0, m.start - 80) : m.start]
+    clause = before[max((b.end() for b in _CLAUSE_BREAK.finditer(before)), default=0) :]
     tail = _NOT_NEGATION.sub(" ", " ".join(clause.split()[-5:]))
     negated = _NEGATION.search(tail) or _POST_NEGATION.match(masked, m.end)
     return not (negated or _HYPOTHETICAL.search(clause))
-
-
-_STRONG_CUE = re.compile(
-    r"\b(?:(?:final|correct|best|right|my)\s+)?answer\b\s*(?:is\b|would\s+(?:\w+\s+)?be\b"
-    r"|should\s+be\b|must\s+be\b|will\s+be\b|[:=\-]|(?=[(\[]))"
-    r"|\b(?:correct|best|right|final)\s+(?:option|choice)\s*(?:is\b|would\s+be\b|:)"
-    r"|\bi(?:'d|\s+would|\s+will|'ll)?\s+(?:choose|select|pick|go\s+with)\b"
-    r"|\bmy\s+(?:choice|selection|pick)\s*(?:is\b|:)",
-)
-_WEAK_CUE = re.compile(r"\b(?:so|therefore|thus|hence|most\s+likely|probably)\b\s*[:,]?")
-_TARGET_CHARS = 160
-_TARGET_START = re.compile(r"[\s:=\-\"']*")
-_TARGET_END = re.compile(
-    r"[.!?](?=\s|$)|[\n;,]|\s[-–—]\s|\b(?:because|since|as|which|given|due\s+to|while|whereas"
-    r"|but|though|although)\b",
-)
-_TARGET_LETTER = re.compile(r"[(\[]?([a-z])[)\]]?(?![\w'-])")
-_BARE_LETTER = re.compile(r"\W*(?:(?:answer|option|choice)\W*)?\(?([a-z])\)?\W*")
-_SENTENCE_BREAK = re.compile(r"[.!?]+\s+")
-
-
-def _describe(idx: int, item: _Item) -> str:
-    if idx == NO_REJECTION:
-        return "a rejection"
-    return f"({chr(ord('a') + idx)}) {item.options[idx]!r}"
-
-
-def _verdict(ms: list[_Mention], item: _Item, where: str) -> Extraction | None:
-    """One option named -> chosen; several -> ambiguous (unparsed); none -> None."""
-    idxs = sorted(_idxs(ms))
-    if not idxs:
-        return None
-    if len(idxs) > 1:
-        clash = next((m.label for m in ms if len(m.idxs) > 1), None)
-        names = clash or " and ".join(_describe(i, item) for i in idxs)
-        return Extraction(None, False, f"ambiguous{where}: {names}")
-    label = where.lstrip(" ") + (": " if where else "") + ms[-1].label
-    if idxs[0] == NO_REJECTION:
-        return Extraction(None, True, f"{label}, but the item has no rejection option")
-    return Extraction(idxs[0], True, label)
-
-
-def _head_match(span: str, item: _Item) -> Extraction | None:
-    hits = {item.heads[s] for s in map(_stem, _WORD.findall(span)) if s in item.heads}
-    if len(hits) != 1:
-        return None
-    (idx,) = hits
-    return Extraction(idx, True, f"head word of option {item.options[idx]!r}")
-
-
-def _check_options(options: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(options, str) or not all(isinstance(o, str) for o in options):
-        raise ValueError("options must be a sequence of option strings")
-    if not 1 <= len(options) <= 26:
-        raise ValueError(f"options must hold 1 to 26 strings, got {len(options)}")
-    return tuple(options)
-
-
-def _check_reply(reply: str) -> None:
-    if not isinstance(reply, str):
-        raise TypeError(f"reply must be a str, got {type(reply).__name__}")
-
-
-class _Target(NamedTuple):
-    cue: str
-    strong: bool  # "answer is", "I choose" (strong) vs "so", "probably" (weak)
-    cue_start: int
-    start: int
-    end: int
 
 
 class _Mentions:
@@ -344,7 +288,7 @@ class _Mentions:
     def __init__(self, mentions: list[_Mention]) -> None:
         self.items = mentions
         self.starts = [m.start for m in mentions]
-        self.suffix: list[set[int]] = [set()]  # suffix[-k-1]: options named by the last k
+        self.suffix: list[set[int]] = [set()]  # options named from each mention on
         for m in reversed(mentions):
             self.suffix.append(self.suffix[-1] | m.idxs)
         self.suffix.reverse()
@@ -359,35 +303,33 @@ class _Mentions:
         k = bisect.bisect_right(self.starts, pos) - 1
         return k >= 0 and self.items[k].end > pos
 
-
-def _committed(low: str, mentions: _Mentions) -> _Mentions:
-    """Keep the mentions that are neither negated nor hypothetical."""
-    masked = list(low)
-    for m in mentions.items:  # an option's own words never negate what follows ("Cannot be")
-        masked[m.start : m.end] = "x" * (m.end - m.start)
-    masked_text = "".join(masked)
-    breaks = [0, *(b.end() for b in _CLAUSE_BREAK.finditer(masked_text))]
-    return _Mentions(
-        [
-            m
-            for m in mentions.items
-            if _commits(masked_text, breaks[bisect.bisect_right(breaks, m.start) - 1], m)
-        ]
-    )
+    def committed(self, low: str) -> _Mentions:
+        """The mentions that are neither negated nor hypothetical."""
+        masked = list(low)
+        for m in self.items:  # an option's own words never negate what follows ("Cannot be")
+            masked[m.start : m.end] = "x" * (m.end - m.start)
+        masked_low = "".join(masked)
+        return _Mentions([m for m in self.items if _commits(masked_low, m)])
 
 
-def _idxs(ms: list[_Mention]) -> set[int]:
-    return set().union(*(m.idxs for m in ms))
+# ---- decisions -------------------------------------------------------------------------
+
+
+class _Target(NamedTuple):
+    cue: str
+    strong: bool  # "answer is", "I choose" (strong) vs "so", "probably" (weak)
+    cue_start: int
+    start: int
+    end: int
 
 
 def _cue_targets(low: str, item: _Item) -> tuple[list[_Target], list[_Mention | None]]:
-    """Each cue with its target span, plus letters that only count right after a cue."""
+    """Each answer cue with the span it introduces, plus letters that count only there."""
     cues = [(m, True) for m in _STRONG_CUE.finditer(low)]
     cues += [(m, False) for m in _WEAK_CUE.finditer(low)]
     targets, letters = [], []
     for cue, strong in sorted(cues, key=lambda c: c[0].start()):
         start = _TARGET_START.match(low, cue.end()).end()
-        # Bounded, so that thousands of cues without punctuation stay linear.
         limit = min(start + _TARGET_CHARS, len(low))
         end = _TARGET_END.search(low, min(start + 1, limit), limit)
         name = " ".join(cue.group().split())
@@ -399,53 +341,62 @@ def _cue_targets(low: str, item: _Item) -> tuple[list[_Target], list[_Mention | 
     return targets, letters
 
 
-def extract_mmau(
-    reply: str, options: Sequence[str], rejection_strings: Sequence[str] = DEFAULT_REJECTIONS
-) -> Extraction:
-    """Read the option a free-form reply commits to, never guessing (see docs/extraction.md)."""
-    _check_reply(reply)
-    if isinstance(rejection_strings, str):
-        raise ValueError("rejection_strings must be a sequence of strings, not one string")
-    item = _compile_item(_check_options(options), tuple(rejection_strings))
-    text = _normalise(reply).strip()
-    if not _WORD.search(text):
-        return Extraction(None, False, "empty reply" if not text else "no words in reply")
+def _describe(idx: int, item: _Item) -> str:
+    return (
+        "a rejection" if idx == NO_REJECTION else f"({chr(ord('a') + idx)}) {item.options[idx]!r}"
+    )
 
-    low = text.translate(_ASCII_LOWER)
-    bare = _BARE_LETTER.fullmatch(low)
-    if bare:
-        letter = bare.group(1)
-        i = ord(letter) - ord("a")
-        if i < len(item.options):
-            return Extraction(item.canon[i], True, f"bare letter ({letter})")
-        return Extraction(None, True, f"letter ({letter}) is not an option")
 
-    targets, cue_letters = _cue_targets(low, item)
-    mentions = _Mentions(_raw_mentions(text, low, item, cue_letters))
-    committed = _committed(low, mentions)
+def _verdict(ms: list[_Mention], item: _Item, where: str) -> Extraction | None:
+    """One option named -> chosen; several -> ambiguous (unparsed); none -> None."""
+    idxs = sorted(set().union(*(m.idxs for m in ms)))
+    if len(idxs) > 1:
+        clash = next((m.label for m in ms if len(m.idxs) > 1), None)
+        names = clash or " and ".join(_describe(i, item) for i in idxs)
+        return Extraction(None, False, f"ambiguous{where}: {names}")
+    if not idxs:
+        return None
+    label = f"{where.strip()}: {ms[-1].label}" if where else ms[-1].label
+    if idxs[0] == NO_REJECTION:
+        return Extraction(None, True, f"{label}, but the item has no rejection option")
+    return Extraction(idxs[0], True, label)
 
-    # 1. The last explicit answer ("answer is X", "so: X", "I choose X") decides.
+
+def _head_match(span: str, item: _Item) -> Extraction | None:
+    hits = {item.heads[s] for s in map(_stem, _WORD.findall(span)) if s in item.heads}
+    if len(hits) != 1:
+        return None
+    (idx,) = hits
+    return Extraction(idx, True, f"head word of option {item.options[idx]!r}")
+
+
+def _by_cue(
+    text: str, targets: list[_Target], mentions: _Mentions, committed: _Mentions, item: _Item
+) -> Extraction | None:
+    """The last explicit answer ("answer is X", "so: X", "I choose X"), if one decides."""
     for name, strong, cue_start, start, end in reversed(targets):
         if mentions.covers(cue_start):
             continue  # "no correct answer is ..." is a rejection, not a cue
         named = committed.within(start, end)
-        chosen = _idxs(named)
+        chosen = set().union(*(m.idxs for m in named))
         # A weak cue ("so", "probably") only counts if nothing after it names another option.
         if strong or (len(chosen) == 1 and committed.named_from(end) <= chosen):
             decided = _verdict(named, item, f" after {name!r}")
             if decided:
                 return decided
         span = text[start:end]
-        final = not _WORD.search(text, end)
-        if strong and final and not mentions.within(start, end):
+        if strong and not _WORD.search(text, end) and not mentions.within(start, end):
+            # The reply ends on "Final answer: Trombone": a committed non-option.
             by_head = _head_match(span, item)
             if by_head or 1 <= len(_WORD.findall(span)) <= 5:
                 return by_head or Extraction(
                     None, True, f"answer {span.strip()!r} is not an option"
                 )
+    return None
 
-    # 2. Otherwise what the reply commits to: all of it, else its last line, else its last
-    #    sentence, so that options weighed while reasoning do not count.
+
+def _by_position(text: str, mentions: _Mentions, committed: _Mentions, item: _Item) -> Extraction:
+    """What the whole reply, else its last line, else its last sentence commits to."""
     line_start = text.rfind("\n") + 1
     breaks = _SENTENCE_BREAK.finditer(text, line_start)
     sentence_start = max((m.end() for m in breaks), default=line_start)
@@ -464,13 +415,50 @@ def extract_mmau(
     if mentions.items:
         names = " and ".join(_describe(i, item) for i in sorted(mentions.named_from(0)))
         return Extraction(None, False, f"only negated or hypothetical mentions of {names}")
-
-    # 3. No option named: a short reply names something else, which is a wrong answer.
+    # No option named: a short reply names something else, which is a wrong answer.
     if len(_WORD.findall(text)) <= SHORT_REPLY_WORDS:
-        return _head_match(text, item) or Extraction(
-            None, True, f"names {text[:40]!r}, not an option"
-        )
+        not_option = Extraction(None, True, f"names {text[:40]!r}, not an option")
+        return _head_match(text, item) or not_option
     return Extraction(None, False, "no option, letter or rejection recognised")
+
+
+# ---- public API ------------------------------------------------------------------------
+
+
+def _checked(reply: str, options: Sequence[str]) -> tuple[str, ...]:
+    if not isinstance(reply, str):
+        raise TypeError(f"reply must be a str, got {type(reply).__name__}")
+    if isinstance(options, str) or not all(isinstance(o, str) for o in options):
+        raise ValueError("options must be a sequence of option strings")
+    if not 1 <= len(options) <= 26:
+        raise ValueError(f"options must hold 1 to 26 strings, got {len(options)}")
+    return tuple(options)
+
+
+def extract_mmau(
+    reply: str, options: Sequence[str], rejection_strings: Sequence[str] = DEFAULT_REJECTIONS
+) -> Extraction:
+    """Read the option a free-form reply commits to, never guessing (see docs/extraction.md)."""
+    if isinstance(rejection_strings, str):
+        raise ValueError("rejection_strings must be a sequence of strings, not one string")
+    item = _compile_item(_checked(reply, options), tuple(rejection_strings))
+    # NFKC folds full-width brackets and letters: "（Ｅ）" is "(E)".
+    text = unicodedata.normalize("NFKC", reply).translate(_TRANSLATE).strip()
+    if not _WORD.search(text):
+        return Extraction(None, False, "empty reply" if not text else "no words in reply")
+    low = text.translate(_ASCII_LOWER)
+    bare = _BARE_LETTER.fullmatch(low)
+    if bare:
+        letter = bare.group(1)
+        if ord(letter) - ord("a") < len(item.options):
+            return Extraction(item.canon[ord(letter) - ord("a")], True, f"bare letter ({letter})")
+        return Extraction(None, True, f"letter ({letter}) is not an option")
+    targets, cue_letters = _cue_targets(low, item)
+    mentions = _Mentions(_mentions(text, low, item, cue_letters))
+    committed = mentions.committed(low)
+    return _by_cue(text, targets, mentions, committed, item) or _by_position(
+        text, mentions, committed, item
+    )
 
 
 @lru_cache(maxsize=26)
@@ -480,15 +468,15 @@ def _official_pattern(last: str) -> re.Pattern[str]:
 
 def extract_official(reply: str, options: Sequence[str], answer: str | None = None) -> Extraction:
     """The AQUA authors' rule: first letter a..X anywhere, else first option text contained."""
-    _check_reply(reply)
-    opts = _check_options(options)
+    opts = _checked(reply, options)
     # The authors derive the gold letter from `answer`; it never influences the choice.
     if answer is not None and answer not in opts:
         raise ValueError(f"answer {answer!r} is not one of the options {list(opts)}")
     r = reply.strip().lower()
     m = _official_pattern(chr(ord("a") + len(opts) - 1)).search(r)
     if m:
-        return Extraction(ord(m.group(1)) - ord("a"), True, f"first letter match {m.group()!r}")
+        word = r[r.rfind(" ", 0, m.start()) + 1 : m.end()]  # shows "the" when "e" matched
+        return Extraction(ord(m.group(1)) - ord("a"), True, f"first letter match in {word!r}")
     for i, option in enumerate(opts):
         if option.strip().lower() in r:
             return Extraction(i, True, f"option text {option!r} in reply")

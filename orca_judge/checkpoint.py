@@ -35,8 +35,12 @@ HEAD_FILE = "head.safetensors"
 ADAPTER_DIR = "adapter"
 TOKENIZER_DIR = "tokenizer"
 METRICS_FILE = "metrics.json"
-PUBLISHED_SCORE_TYPES = {"beta": "beta", "multinomial": "multinomial", "bernoulli_kl": "bernoulli",
-                         "bernoulli": "bernoulli"}
+PUBLISHED_SCORE_TYPES = {
+    "beta": "beta",
+    "multinomial": "multinomial",
+    "bernoulli_kl": "bernoulli",
+    "bernoulli": "bernoulli",
+}
 
 MODEL_CARD = """---
 license: cc-by-4.0
@@ -47,9 +51,11 @@ tags: [orca, judge, audio-question-answering]
 Predicts the distribution of human 1-5 correctness ratings for an answer to an open-ended
 question, given the question, the reference answer, a rationale and the candidate answer.
 
-- Backbone: `{backbone}` (weight fingerprint `{fingerprint}`); LoRA r={lora_r}, {pooling}-token pooling.
+- Backbone: `{backbone}` (weight fingerprint `{fingerprint}`).
+- LoRA r={lora_r}; {pooling}-token pooling.
 - Likelihood: {likelihood}; input template: {template}; clamp threshold: {clamp_threshold}.
-- Load: `OrcaJudge.from_pretrained("<this directory>")` or `orca-score --checkpoint <this directory>`.
+- Load: `OrcaJudge.from_pretrained("<this directory>")`
+  or `orca-score --checkpoint <this directory>`.
 
 ## Data attribution
 Trained on human ratings from the ORCA audio-QA annotations (`BUT-FIT/orca-audio-qa-annotations`),
@@ -114,32 +120,53 @@ def recover_interrupted(target: str | Path) -> None:
         os.replace(old, target)
 
 
-def write_checkpoint(target: str | Path, *, config: OrcaConfig, head: dict[str, torch.Tensor],
-                     adapter_config: Any | None, adapter_state: dict[str, torch.Tensor] | None,
-                     tokenizer: Any, backbone_fingerprint: str, pooling: str,
-                     metrics: dict[str, Any] | None = None) -> Path:
+def write_checkpoint(
+    target: str | Path,
+    *,
+    config: OrcaConfig,
+    head: dict[str, torch.Tensor],
+    adapter_config: Any | None,
+    adapter_state: dict[str, torch.Tensor] | None,
+    tokenizer: Any,
+    backbone_fingerprint: str,
+    pooling: str,
+    metrics: dict[str, Any] | None = None,
+) -> Path:
     """Write a native checkpoint directory atomically."""
     from safetensors.torch import save_file
 
     with atomic_dir(target) as tmp:
-        meta = {"format": FORMAT, "config": config.to_dict(), "pooling": pooling,
-                "backbone": {"id": config.backbone, "fingerprint": backbone_fingerprint}}
+        meta = {
+            "format": FORMAT,
+            "config": config.to_dict(),
+            "pooling": pooling,
+            "backbone": {"id": config.backbone, "fingerprint": backbone_fingerprint},
+        }
         (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
         save_file({k: v.detach().cpu().contiguous() for k, v in head.items()}, tmp / HEAD_FILE)
         if adapter_config is not None:
             (tmp / ADAPTER_DIR).mkdir()
             adapter_config.save_pretrained(tmp / ADAPTER_DIR)
-            save_file({k: v.detach().cpu().contiguous() for k, v in adapter_state.items()},
-                      tmp / ADAPTER_DIR / "adapter_model.safetensors")
+            save_file(
+                {k: v.detach().cpu().contiguous() for k, v in adapter_state.items()},
+                tmp / ADAPTER_DIR / "adapter_model.safetensors",
+            )
         tokenizer.save_pretrained(tmp / TOKENIZER_DIR)
         metrics = metrics or {}
         (tmp / METRICS_FILE).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
         shown = {k: v for k, v in metrics.items() if isinstance(v, (int, float, str))}
-        (tmp / "README.md").write_text(MODEL_CARD.format(
-            fingerprint=backbone_fingerprint, pooling=pooling,
-            metrics="\n".join(f"- {k}: {v}" for k, v in sorted(shown.items())) or "- none recorded",
-            **{k: getattr(config, k) for k in ("likelihood", "backbone", "lora_r", "template",
-                                               "clamp_threshold")}))
+        (tmp / "README.md").write_text(
+            MODEL_CARD.format(
+                fingerprint=backbone_fingerprint,
+                pooling=pooling,
+                metrics="\n".join(f"- {k}: {v}" for k, v in sorted(shown.items()))
+                or "- none recorded",
+                **{
+                    k: getattr(config, k)
+                    for k in ("likelihood", "backbone", "lora_r", "template", "clamp_threshold")
+                },
+            )
+        )
     return Path(target)
 
 
@@ -158,7 +185,9 @@ def read_checkpoint(path: str | Path, backbone: str | None = None) -> Checkpoint
         return _read_native(root, backbone)
     if (root / "model" / "config.yaml").exists():
         return _read_published(root, backbone)
-    raise CheckpointError(f"{root}: missing {CONFIG_FILE} (native) or model/config.yaml (published layout)")
+    raise CheckpointError(
+        f"{root}: missing {CONFIG_FILE} (native) or model/config.yaml (published layout)"
+    )
 
 
 def _read_native(root: Path, backbone: str | None) -> CheckpointContents:
@@ -170,7 +199,9 @@ def _read_native(root: Path, backbone: str | None) -> CheckpointContents:
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"{root / CONFIG_FILE}: unreadable ({err})") from None
     if meta.get("format") != FORMAT:
-        raise CheckpointError(f"{root / CONFIG_FILE}: format {meta.get('format')!r}, expected {FORMAT!r}")
+        raise CheckpointError(
+            f"{root / CONFIG_FILE}: format {meta.get('format')!r}, expected {FORMAT!r}"
+        )
     head = load_file(_require(root / HEAD_FILE, "head weights"))
     adapter = root / ADAPTER_DIR
     if config.lora_r > 0:
@@ -181,10 +212,14 @@ def _read_native(root: Path, backbone: str | None) -> CheckpointContents:
     if backbone:
         config = config.replace(backbone=backbone)
     return CheckpointContents(
-        config=config, head=head, adapter_dir=adapter if config.lora_r > 0 else None,
+        config=config,
+        head=head,
+        adapter_dir=adapter if config.lora_r > 0 else None,
         tokenizer_dir=_require(root / TOKENIZER_DIR, "tokenizer directory"),
         backbone_fingerprint=meta.get("backbone", {}).get("fingerprint"),
-        pooling=meta.get("pooling"), metrics=metrics)
+        pooling=meta.get("pooling"),
+        metrics=metrics,
+    )
 
 
 def _read_published(root: Path, backbone: str | None) -> CheckpointContents:
@@ -194,13 +229,20 @@ def _read_published(root: Path, backbone: str | None) -> CheckpointContents:
     settings = yaml.safe_load((model_dir / "config.yaml").read_text()) or {}
     score_type = settings.get("score_type")
     if score_type not in PUBLISHED_SCORE_TYPES:
-        raise CheckpointError(f"{model_dir / 'config.yaml'}: score_type {score_type!r} is not one of "
-                              f"{sorted(PUBLISHED_SCORE_TYPES)}")
+        raise CheckpointError(
+            f"{model_dir / 'config.yaml'}: score_type {score_type!r} is not one of "
+            f"{sorted(PUBLISHED_SCORE_TYPES)}"
+        )
     likelihood = PUBLISHED_SCORE_TYPES[score_type]
     adapter_dir = model_dir / "lm"
-    adapter_cfg = json.loads(_require(adapter_dir / "adapter_config.json", "PEFT adapter config").read_text())
-    state = torch.load(_require(model_dir / "model_minus_lm.pt", "head state dict"),
-                       map_location="cpu", weights_only=True)
+    adapter_cfg = json.loads(
+        _require(adapter_dir / "adapter_config.json", "PEFT adapter config").read_text()
+    )
+    state = torch.load(
+        _require(model_dir / "model_minus_lm.pt", "head state dict"),
+        map_location="cpu",
+        weights_only=True,
+    )
     weight = next((v for k, v in state.items() if k.endswith("linear.weight")), None)
     bias = next((v for k, v in state.items() if k.endswith("linear.bias")), None)
     if weight is None or bias is None:
@@ -211,14 +253,24 @@ def _read_published(root: Path, backbone: str | None) -> CheckpointContents:
         weight, bias = (weight[0] - weight[1])[None], (bias[0] - bias[1])[None]
     config = OrcaConfig(
         backbone=backbone or adapter_cfg.get("base_model_name_or_path") or "",
-        likelihood=likelihood, template="reference", pooling="last",
-        lora_r=int(adapter_cfg.get("r", 0)), lora_alpha=adapter_cfg.get("lora_alpha"),
+        likelihood=likelihood,
+        template="reference",
+        pooling="last",
+        lora_r=int(adapter_cfg.get("r", 0)),
+        lora_alpha=adapter_cfg.get("lora_alpha"),
         use_rationale=not settings.get("no_rationale", False),
         use_question=not settings.get("no_question", False),
         use_transcript=bool(settings.get("use_transcription", False)),
-        max_chars=None, add_special_tokens=False)
+        max_chars=None,
+        add_special_tokens=False,
+    )
     return CheckpointContents(
-        config=config, head={"weight": weight, "bias": bias}, adapter_dir=adapter_dir,
+        config=config,
+        head={"weight": weight, "bias": bias},
+        adapter_dir=adapter_dir,
         tokenizer_dir=_require(root / "tokenizer", "tokenizer directory"),
-        backbone_fingerprint=None, pooling="last", layout="published",
-        metrics={"published_config": settings})
+        backbone_fingerprint=None,
+        pooling="last",
+        layout="published",
+        metrics={"published_config": settings},
+    )

@@ -10,17 +10,24 @@ from pathlib import Path
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="orca-score", description=__doc__)
-    parser.add_argument("--checkpoint", required=True,
-                        help="checkpoint directory (native or published layout)")
+    parser.add_argument(
+        "--checkpoint", required=True, help="checkpoint directory (native or published layout)"
+    )
     parser.add_argument("--input", required=True, help="items to score (.jsonl / .json)")
     parser.add_argument("--output", help="write one prediction per line (JSONL) here")
     parser.add_argument("--backbone", help="load the backbone from here instead of the recorded id")
-    parser.add_argument("--strict-backbone", action="store_true",
-                        help="refuse (instead of warn) when the backbone weights differ")
+    parser.add_argument(
+        "--strict-backbone",
+        action="store_true",
+        help="refuse (instead of warn) when the backbone weights differ",
+    )
     parser.add_argument("--batch-size", type=int, help="items per forward pass")
     parser.add_argument("--device", help="cpu, cuda, ... (default: cuda if available)")
-    parser.add_argument("--json", action="store_true",
-                        help="print predictions and the agreement report as one JSON object")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print predictions and the agreement report as one JSON object",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser
 
@@ -38,8 +45,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         items = load_items(args.input)
-        judge = OrcaJudge.from_pretrained(args.checkpoint, device=args.device, backbone=args.backbone,
-                                          strict_backbone=args.strict_backbone)
+        judge = OrcaJudge.from_pretrained(
+            args.checkpoint,
+            device=args.device,
+            backbone=args.backbone,
+            strict_backbone=args.strict_backbone,
+        )
         preds = judge.score(items, batch_size=args.batch_size, progress=not args.no_progress)
     except (DataError, CheckpointError, BackboneLoadError, ValueError) as err:
         print(f"orca-score: error: {err}", file=sys.stderr)
@@ -55,13 +66,17 @@ def main(argv: list[str] | None = None) -> int:
     if not args.output:
         for r in rows:
             print(f"{r['id']}\t{r['expected']:.3f}\t{r['clamped']:.3f}")
-    print(f"scored {len(rows)} items ({report['truncated']} truncated); "
-          f"{report['n']} rated, {report['skipped']} without ratings skipped in the report")
+    print(
+        f"scored {len(rows)} items ({report['truncated']} truncated); "
+        f"{report['n']} rated, {report['skipped']} without ratings skipped in the report"
+    )
     for kind in ("raw", "clamped"):
         if kind in report:
             m = report[kind]
             var = f"  MAE_var {m['mae_var']:.4f} (n={m['n_var']})" if "mae_var" in m else ""
-            print(f"{kind:8s} rho {m['rho']:.3f}  tau {m['tau']:.3f}  MAE_mu {m['mae_mu']:.3f}{var}")
+            print(
+                f"{kind:8s} rho {m['rho']:.3f}  tau {m['tau']:.3f}  MAE_mu {m['mae_mu']:.3f}{var}"
+            )
     return 0
 
 

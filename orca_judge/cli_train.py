@@ -15,9 +15,13 @@ from .config import OrcaConfig
 
 
 def _arg_type(annotation: Any):
-    hint = annotation if not isinstance(annotation, str) else eval(annotation, vars(typing), {})  # noqa: S307
+    hint = annotation if not isinstance(annotation, str) else eval(annotation, vars(typing), {})
     args = [a for a in typing.get_args(hint) if a is not type(None)]
-    base = args[0] if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union else hint
+    base = (
+        args[0]
+        if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
+        else hint
+    )
     if typing.get_origin(base) is list:
         return "list"
     return base
@@ -26,6 +30,7 @@ def _arg_type(annotation: Any):
 def _none_or(kind):
     def parse(text: str):
         return None if text.lower() in ("none", "null") else kind(text)
+
     parse.__name__ = kind.__name__
     return parse
 
@@ -40,17 +45,25 @@ def _bool(text: str) -> bool:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="orca-train", description=__doc__,
-        epilog="Every OrcaConfig field is a flag; values from --config YAML are overridden by flags.")
+        prog="orca-train",
+        description=__doc__,
+        epilog="Every OrcaConfig field is a flag; flags override values from --config YAML.",
+    )
     io = parser.add_argument_group("data and output")
     io.add_argument("--train", help="training items (.jsonl / .json) with ratings")
     io.add_argument("--dev", help="dev items for early stopping and clamp tuning")
     io.add_argument("--output", required=True, help="checkpoint directory to write (best model)")
-    io.add_argument("--config", help="YAML with OrcaConfig fields, train/dev, and optional 'stages'")
+    io.add_argument(
+        "--config", help="YAML with OrcaConfig fields, train/dev, and optional 'stages'"
+    )
     io.add_argument("--run-dir", help="log and resume state (default: <output>-run)")
-    io.add_argument("--heldout-fraction", type=float, default=0.0,
-                    help="move this fraction of dev questions unseen in train to a held-out test "
-                         "set, used only for the final report")
+    io.add_argument(
+        "--heldout-fraction",
+        type=float,
+        default=0.0,
+        help="move this fraction of dev questions unseen in train to a held-out test "
+        "set, used only for the final report",
+    )
     io.add_argument("--split-seed", type=int, default=0, help="seed of the held-out split")
     io.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda if available)")
     io.add_argument("--json", action="store_true", help="print the final metrics as JSON")
@@ -64,8 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
             knobs.add_argument(flag, nargs="+", default=None, help=f.metadata["help"])
         else:
             parse = {bool: _bool, int: int, float: float, str: str}[kind]
-            knobs.add_argument(flag, type=_none_or(parse), default=None,
-                               help=f.metadata["help"] + default)
+            knobs.add_argument(
+                flag, type=_none_or(parse), default=None, help=f.metadata["help"] + default
+            )
     return parser
 
 
@@ -134,13 +148,19 @@ def main(argv: list[str] | None = None) -> int:
             name = spec.pop("name")
             if args.heldout_fraction > 0:
                 dev_items, heldout = question_disjoint_split(
-                    dev_items, args.heldout_fraction, args.split_seed,
-                    exclude_questions={it.question for it in train_items})
+                    dev_items,
+                    args.heldout_fraction,
+                    args.split_seed,
+                    exclude_questions={it.question for it in train_items},
+                )
             stages.append(Stage(name, OrcaConfig(**spec), train_items, dev_items))
-        results = train_curriculum(stages, args.output, device=args.device,
-                                   progress=not args.no_progress)
-        summary: dict[str, Any] = {"checkpoint": str(args.output),
-                                   "stages": [{"name": s.name, **r.metrics} for s, r in zip(stages, results, strict=True)]}
+        results = train_curriculum(
+            stages, args.output, device=args.device, progress=not args.no_progress
+        )
+        summary: dict[str, Any] = {
+            "checkpoint": str(args.output),
+            "stages": [{"name": s.name, **r.metrics} for s, r in zip(stages, results, strict=True)],
+        }
         if heldout:
             judge = OrcaJudge.from_pretrained(args.output, device=args.device)
             preds = judge.score(heldout, progress=not args.no_progress)
@@ -157,9 +177,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for stage in summary["stages"]:
             dev = stage["dev"]
-            print(f"{stage['name']}: best step {stage['best_step']}/{stage['steps']}  dev rho "
-                  f"{dev['rho']:.3f} tau {dev['tau']:.3f} MAE_mu {dev['mae_mu']:.3f}  clamp "
-                  f"threshold {stage['clamp_threshold']}")
+            print(
+                f"{stage['name']}: best step {stage['best_step']}/{stage['steps']}  dev rho "
+                f"{dev['rho']:.3f} tau {dev['tau']:.3f} MAE_mu {dev['mae_mu']:.3f}  clamp "
+                f"threshold {stage['clamp_threshold']}"
+            )
         if "heldout" in summary:
             print("held-out:", json.dumps(summary["heldout"].get("raw", {})))
         print(f"checkpoint: {args.output}")

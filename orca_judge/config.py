@@ -1,4 +1,4 @@
-"""OrcaConfig: every knob of the ORCA judge (model, input text, likelihood, training) in one place."""
+"""OrcaConfig: every knob of the ORCA judge (model, text, likelihood, training) in one place."""
 
 from __future__ import annotations
 
@@ -30,30 +30,41 @@ class OrcaConfig:
     lora_r: int = _knob(16, "LoRA rank; 0 trains the head only.")
     lora_alpha: int | None = _knob(None, "LoRA alpha; None means alpha = r.")
     lora_dropout: float = _knob(0.0, "LoRA dropout probability.")
-    lora_target_modules: list[str] | None = _knob(
-        None, "Module names LoRA adapts; None detects them from the architecture."
+    lora_target_modules: list[str] | None = field(
+        default=None,
+        metadata={"help": "Module names LoRA adapts; None detects them from the architecture."},
     )
-    dtype: str = _knob("auto", "Backbone dtype: auto (fp32 on CPU, bf16 on capable GPUs), float32, bfloat16.")
+    dtype: str = _knob(
+        "auto", "Backbone dtype: auto (fp32 on CPU, bf16 on capable GPUs), float32, bfloat16."
+    )
     # input text
     template: str = _knob("reference", "Input string: reference (published checkpoints) or paper.")
     use_question: bool = _knob(True, "Include the question block.")
     use_rationale: bool = _knob(True, "Include the rationale block.")
     use_transcript: bool = _knob(False, "Include the ASR transcript block (dropped when empty).")
     max_tokens: int = _knob(512, "Token limit; longer inputs are truncated keeping the candidate.")
-    max_chars: int | None = _knob(1000, "Training filter: drop items whose text exceeds this; None keeps all.")
+    max_chars: int | None = _knob(
+        1000, "Training filter: drop items whose text exceeds this; None keeps all."
+    )
     add_special_tokens: bool | None = _knob(
         None, "Add BOS/CLS/EOS tokens; None: no for decoders, yes for encoders."
     )
     # post-processing
-    clamp_threshold: float | None = _knob(None, "Clamp the mean to 0/1 when the variance is at most this.")
-    clamp_margin: float = _knob(0.125, "Distance from 0 or 1 (unit scale) within which clamping applies.")
+    clamp_threshold: float | None = _knob(
+        None, "Clamp the mean to 0/1 when the variance is at most this."
+    )
+    clamp_margin: float = _knob(
+        0.125, "Distance from 0 or 1 (unit scale) within which clamping applies."
+    )
     # training
     lr: float = _knob(2e-4, "Peak learning rate.")
     lr_floor: float = _knob(0.1, "Final learning rate as a fraction of the peak.")
     warmup_steps: int = _knob(100, "Linear warmup steps (optimiser steps).")
     max_steps: int = _knob(1000, "Optimiser steps in total.")
     batch_size: int = _knob(8, "Items per forward pass.")
-    grad_accum: int = _knob(2, "Forward passes per optimiser step (effective batch = batch_size x grad_accum).")
+    grad_accum: int = _knob(
+        2, "Forward passes per optimiser step (effective batch = batch_size x grad_accum)."
+    )
     weight_decay: float = _knob(0.0, "AdamW weight decay.")
     grad_clip: float = _knob(5.0, "Gradient-norm clip; 0 disables.")
     eval_every: int = _knob(50, "Evaluate on dev every this many optimiser steps.")
@@ -66,12 +77,25 @@ class OrcaConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the first invalid field."""
-        choices = {"likelihood": LIKELIHOODS, "template": TEMPLATES, "pooling": POOLINGS,
-                   "dtype": ("auto", "float32", "bfloat16", "float16")}
+        choices = {
+            "likelihood": LIKELIHOODS,
+            "template": TEMPLATES,
+            "pooling": POOLINGS,
+            "dtype": ("auto", "float32", "bfloat16", "float16"),
+        }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
-                raise ValueError(f"OrcaConfig.{name}={getattr(self, name)!r}; expected one of {allowed}")
-        positive = ("max_tokens", "max_steps", "batch_size", "grad_accum", "eval_every", "eval_batch_size")
+                raise ValueError(
+                    f"OrcaConfig.{name}={getattr(self, name)!r}; expected one of {allowed}"
+                )
+        positive = (
+            "max_tokens",
+            "max_steps",
+            "batch_size",
+            "grad_accum",
+            "eval_every",
+            "eval_batch_size",
+        )
         for name in positive:
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"OrcaConfig.{name} must be >= 1, got {getattr(self, name)}")

@@ -33,10 +33,15 @@ class OrcaItem:
     ratings: tuple[int, ...] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "question": self.question, "reference": self.reference,
-                "rationale": self.rationale, "transcript": self.transcript,
-                "candidate": self.candidate,
-                "ratings": None if self.ratings is None else list(self.ratings)}
+        return {
+            "id": self.id,
+            "question": self.question,
+            "reference": self.reference,
+            "rationale": self.rationale,
+            "transcript": self.transcript,
+            "candidate": self.candidate,
+            "ratings": None if self.ratings is None else list(self.ratings),
+        }
 
     @property
     def human_mean_unit(self) -> float | None:
@@ -58,8 +63,9 @@ class OrcaItem:
         return sum((y - m) ** 2 for y in ys) / (n - 1)
 
 
-def validate_record(record: Mapping[str, Any], where: str, require_ratings: bool,
-                    index: int) -> OrcaItem:
+def validate_record(
+    record: Mapping[str, Any], where: str, require_ratings: bool, index: int
+) -> OrcaItem:
     """Turn one raw record into an OrcaItem or raise DataError naming `where` and the field."""
     if not isinstance(record, Mapping):
         raise DataError(f"{where}: expected a JSON object, got {type(record).__name__}")
@@ -83,20 +89,27 @@ def validate_record(record: Mapping[str, Any], where: str, require_ratings: bool
         if isinstance(ratings, (int, float)) and not isinstance(ratings, bool):
             ratings = [ratings]
         if not isinstance(ratings, Sequence) or isinstance(ratings, str) or not ratings:
-            raise DataError(f"{where}: field 'ratings' must be a non-empty list of 1..5, got {ratings!r}")
+            raise DataError(
+                f"{where}: field 'ratings' must be a non-empty list of 1..5, got {ratings!r}"
+            )
         parsed_list = []
         for r in ratings:
             ok = isinstance(r, (int, float)) and not isinstance(r, bool) and float(r).is_integer()
             if not ok or not 1 <= r <= 5:
-                raise DataError(f"{where}: field 'ratings' has {r!r}; ratings must be integers 1..5")
+                raise DataError(
+                    f"{where}: field 'ratings' has {r!r}; ratings must be integers 1..5"
+                )
             parsed_list.append(int(r))
         parsed = tuple(parsed_list)
     item_id = record.get("id")
-    return OrcaItem(id=str(item_id) if item_id is not None else str(index), ratings=parsed, **values)
+    return OrcaItem(
+        id=str(item_id) if item_id is not None else str(index), ratings=parsed, **values
+    )
 
 
-def load_items(source: str | Path | Iterable[Mapping[str, Any]], *,
-               require_ratings: bool = False) -> list[OrcaItem]:
+def load_items(
+    source: str | Path | Iterable[Mapping[str, Any]], *, require_ratings: bool = False
+) -> list[OrcaItem]:
     """Load items from a .jsonl/.json file, a `datasets.Dataset`, or an iterable of dicts."""
     if isinstance(source, (str, Path)):
         path = Path(source)
@@ -112,8 +125,9 @@ def load_items(source: str | Path | Iterable[Mapping[str, Any]], *,
                         record = json.loads(line)
                     except json.JSONDecodeError as err:
                         raise DataError(f"{path}:{lineno}: invalid JSON ({err.msg})") from None
-                    items.append(validate_record(record, f"{path}:{lineno}", require_ratings,
-                                                 len(items)))
+                    items.append(
+                        validate_record(record, f"{path}:{lineno}", require_ratings, len(items))
+                    )
             return items
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -123,12 +137,15 @@ def load_items(source: str | Path | Iterable[Mapping[str, Any]], *,
             data = data.get("items", data.get("data"))
         if not isinstance(data, list):
             raise DataError(f"{path}: expected a list of items (or {{'items': [...]}})")
-        return [validate_record(r, f"{path}: item {i}", require_ratings, i) for i, r in enumerate(data)]
+        return [
+            validate_record(r, f"{path}: item {i}", require_ratings, i) for i, r in enumerate(data)
+        ]
     return [validate_record(r, f"item {i}", require_ratings, i) for i, r in enumerate(source)]
 
 
-def filter_by_length(items: Sequence[OrcaItem], max_chars: int | None,
-                     **template_opts: Any) -> tuple[list[OrcaItem], int]:
+def filter_by_length(
+    items: Sequence[OrcaItem], max_chars: int | None, **template_opts: Any
+) -> tuple[list[OrcaItem], int]:
     """Drop items whose formatted text exceeds max_chars; returns (kept, number removed)."""
     if max_chars is None:
         return list(items), 0
@@ -136,8 +153,9 @@ def filter_by_length(items: Sequence[OrcaItem], max_chars: int | None,
     return kept, len(items) - len(kept)
 
 
-def question_disjoint_split(items: Sequence[OrcaItem], fraction: float, seed: int = 0,
-                            exclude_questions: Iterable[str] = ()) -> tuple[list[OrcaItem], list[OrcaItem]]:
+def question_disjoint_split(
+    items: Sequence[OrcaItem], fraction: float, seed: int = 0, exclude_questions: Iterable[str] = ()
+) -> tuple[list[OrcaItem], list[OrcaItem]]:
     """Split by question into (a, b) with about `fraction` of the questions in b.
 
     Questions listed in exclude_questions (e.g. seen in training) always go to a, so b

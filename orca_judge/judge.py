@@ -56,7 +56,12 @@ def load_adapter(backbone: nn.Module, adapter_dir: Path, trainable: bool = False
     Every adapter weight the model expects must be present, otherwise CheckpointError.
     Returns (peft_model, lora_config, adapter_state).
     """
-    from peft import LoraConfig, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
+    from peft import (
+        LoraConfig,
+        get_peft_model,
+        get_peft_model_state_dict,
+        set_peft_model_state_dict,
+    )
     from safetensors.torch import load_file
 
     lora = LoraConfig.from_pretrained(str(adapter_dir))
@@ -80,8 +85,10 @@ def load_adapter(backbone: nn.Module, adapter_dir: Path, trainable: bool = False
         state[key if key in expected else alt] = value
     missing = expected - set(state)
     if missing:
-        raise CheckpointError(f"{weights}: adapter does not match the backbone; "
-                              f"{len(missing)} weights missing, e.g. {sorted(missing)[0]}")
+        raise CheckpointError(
+            f"{weights}: adapter does not match the backbone; "
+            f"{len(missing)} weights missing, e.g. {sorted(missing)[0]}"
+        )
     set_peft_model_state_dict(peft_model, {k: state[k] for k in expected})
     for name, p in peft_model.named_parameters():
         p.requires_grad_(trainable and "lora_" in name)
@@ -91,9 +98,17 @@ def load_adapter(backbone: nn.Module, adapter_dir: Path, trainable: bool = False
 class OrcaJudge:
     """A trained judge: tokenizer + backbone (LoRA merged) + head, with its OrcaConfig."""
 
-    def __init__(self, model: OrcaModel, tokenizer: Any, config: OrcaConfig, *,
-                 backbone_fingerprint: str, adapter: tuple[Any, dict[str, torch.Tensor]] | None = None,
-                 metrics: dict[str, Any] | None = None, device: torch.device | None = None):
+    def __init__(
+        self,
+        model: OrcaModel,
+        tokenizer: Any,
+        config: OrcaConfig,
+        *,
+        backbone_fingerprint: str,
+        adapter: tuple[Any, dict[str, torch.Tensor]] | None = None,
+        metrics: dict[str, Any] | None = None,
+        device: torch.device | None = None,
+    ):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.config = config
@@ -103,9 +118,16 @@ class OrcaJudge:
         self.device = device or torch.device("cpu")
 
     @classmethod
-    def from_pretrained(cls, path_or_hub_id: str | Path, device: str | torch.device | None = None,
-                        dtype: str | torch.dtype | None = None, *, backbone: str | None = None,
-                        strict_backbone: bool = False, merge: bool = True) -> OrcaJudge:
+    def from_pretrained(
+        cls,
+        path_or_hub_id: str | Path,
+        device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
+        *,
+        backbone: str | None = None,
+        strict_backbone: bool = False,
+        merge: bool = True,
+    ) -> OrcaJudge:
         """Load a native or published-layout checkpoint (a directory, or a Hub id if cached)."""
         from transformers import AutoTokenizer
 
@@ -115,13 +137,17 @@ class OrcaJudge:
         ckpt = read_checkpoint(path, backbone=backbone)
         cfg = ckpt.config
         dev = resolve_device(device)
-        torch_dtype = dtype if isinstance(dtype, torch.dtype) else resolve_dtype(dtype or cfg.dtype, dev)
+        torch_dtype = (
+            dtype if isinstance(dtype, torch.dtype) else resolve_dtype(dtype or cfg.dtype, dev)
+        )
         tokenizer = AutoTokenizer.from_pretrained(str(ckpt.tokenizer_dir))
         base = load_backbone(cfg.backbone, torch_dtype)
         fingerprint = weights_fingerprint(base)
         if ckpt.backbone_fingerprint and fingerprint != ckpt.backbone_fingerprint:
-            msg = (f"{path}: backbone {cfg.backbone!r} has weight fingerprint {fingerprint}, but the "
-                   f"checkpoint was trained on {ckpt.backbone_fingerprint}; predictions are not valid")
+            msg = (
+                f"{path}: backbone {cfg.backbone!r} has weight fingerprint {fingerprint}, but the "
+                f"checkpoint was trained on {ckpt.backbone_fingerprint}; predictions are not valid"
+            )
             if strict_backbone:
                 raise BackboneMismatchError(msg)
             warnings.warn(msg, stacklevel=2)
@@ -134,39 +160,65 @@ class OrcaJudge:
         model = OrcaModel(base, cfg.likelihood, pooling, base.config.hidden_size)
         expected_shape = tuple(model.head.weight.shape)
         if tuple(ckpt.head["weight"].shape) != expected_shape:
-            raise CheckpointError(f"{path}: head weight shape {tuple(ckpt.head['weight'].shape)} does "
-                                  f"not fit likelihood {cfg.likelihood!r} on this backbone "
-                                  f"(expected {expected_shape})")
+            raise CheckpointError(
+                f"{path}: head weight shape {tuple(ckpt.head['weight'].shape)} does "
+                f"not fit likelihood {cfg.likelihood!r} on this backbone "
+                f"(expected {expected_shape})"
+            )
         model.head.load_state_dict({k: v.float() for k, v in ckpt.head.items()})
         for p in model.parameters():
             p.requires_grad_(False)
         model.to(dev)
-        return cls(model, tokenizer, cfg, backbone_fingerprint=fingerprint, adapter=adapter,
-                   metrics=ckpt.metrics, device=dev)
+        return cls(
+            model,
+            tokenizer,
+            cfg,
+            backbone_fingerprint=fingerprint,
+            adapter=adapter,
+            metrics=ckpt.metrics,
+            device=dev,
+        )
 
     def save_pretrained(self, directory: str | Path) -> Path:
         """Write this judge as a native checkpoint that from_pretrained reads back exactly."""
         lora, state = self.adapter if self.adapter is not None else (None, None)
-        return write_checkpoint(directory, config=self.config, head=self.model.head.state_dict(),
-                                adapter_config=lora, adapter_state=state, tokenizer=self.tokenizer,
-                                backbone_fingerprint=self.backbone_fingerprint,
-                                pooling=self.model.pooling, metrics=self.metrics)
+        return write_checkpoint(
+            directory,
+            config=self.config,
+            head=self.model.head.state_dict(),
+            adapter_config=lora,
+            adapter_state=state,
+            tokenizer=self.tokenizer,
+            backbone_fingerprint=self.backbone_fingerprint,
+            pooling=self.model.pooling,
+            metrics=self.metrics,
+        )
 
     def encode(self, item: OrcaItem | Mapping[str, Any]) -> Encoded:
         """Token ids for one item under this judge's template and token limit."""
         return encode_item(self.tokenizer, item, self.config, self.model.backbone.config)
 
-    def logits(self, items: Sequence[OrcaItem], batch_size: int | None = None,
-               progress: bool = False) -> tuple[torch.Tensor, list[Encoded]]:
+    def logits(
+        self, items: Sequence[OrcaItem], batch_size: int | None = None, progress: bool = False
+    ) -> tuple[torch.Tensor, list[Encoded]]:
         """Head outputs for items, computed in length-sorted batches."""
         encoded = [self.encode(it) for it in items]
-        out = batched_logits(self.model, encoded, pad_id=pad_token_id(self.tokenizer),
-                             batch_size=batch_size or self.config.eval_batch_size,
-                             device=self.device, progress=progress)
+        out = batched_logits(
+            self.model,
+            encoded,
+            pad_id=pad_token_id(self.tokenizer),
+            batch_size=batch_size or self.config.eval_batch_size,
+            device=self.device,
+            progress=progress,
+        )
         return out, encoded
 
-    def score(self, records: Iterable[OrcaItem | Mapping[str, Any]], batch_size: int | None = None,
-              progress: bool = False) -> list[OrcaPrediction]:
+    def score(
+        self,
+        records: Iterable[OrcaItem | Mapping[str, Any]],
+        batch_size: int | None = None,
+        progress: bool = False,
+    ) -> list[OrcaPrediction]:
         """Predict the rating distribution of each record (dicts with the public column names)."""
         records = list(records)
         if all(isinstance(r, OrcaItem) for r in records):
@@ -177,8 +229,9 @@ class OrcaJudge:
         return predictions_from_logits(self.config, [it.id for it in items], logits, encoded)
 
 
-def predictions_from_logits(cfg: OrcaConfig, ids: Sequence[str], logits: torch.Tensor,
-                            encoded: Sequence[Encoded]) -> list[OrcaPrediction]:
+def predictions_from_logits(
+    cfg: OrcaConfig, ids: Sequence[str], logits: torch.Tensor, encoded: Sequence[Encoded]
+) -> list[OrcaPrediction]:
     """Turn head outputs into OrcaPredictions (moments on both scales, clamped mean)."""
     mean, var = likelihoods.moments(cfg.likelihood, logits)
     dists = likelihoods.distribution(cfg.likelihood, logits)
@@ -187,24 +240,41 @@ def predictions_from_logits(cfg: OrcaConfig, ids: Sequence[str], logits: torch.T
         mu = float(mean[i])
         v = None if var is None else float(var[i])
         clamped = likelihoods.clamp_mean(mu, v, cfg.clamp_threshold, cfg.clamp_margin)
-        preds.append(OrcaPrediction(
-            id=item_id, expected=1 + 4 * mu, expected_unit=mu,
-            variance=None if v is None else 16 * v, variance_unit=v, distribution=dists[i],
-            clamped=1 + 4 * clamped, clamped_unit=clamped,
-            n_tokens=len(encoded[i].input_ids), truncated=encoded[i].truncated))
+        preds.append(
+            OrcaPrediction(
+                id=item_id,
+                expected=1 + 4 * mu,
+                expected_unit=mu,
+                variance=None if v is None else 16 * v,
+                variance_unit=v,
+                distribution=dists[i],
+                clamped=1 + 4 * clamped,
+                clamped_unit=clamped,
+                n_tokens=len(encoded[i].input_ids),
+                truncated=encoded[i].truncated,
+            )
+        )
     return preds
 
 
-def encode_item(tokenizer: Any, item: OrcaItem | Mapping[str, Any], cfg: OrcaConfig,
-                backbone_config: Any) -> Encoded:
+def encode_item(
+    tokenizer: Any, item: OrcaItem | Mapping[str, Any], cfg: OrcaConfig, backbone_config: Any
+) -> Encoded:
     """Encode one item with the config's template, flags and token limit."""
     record = item.as_dict() if isinstance(item, OrcaItem) else item
     special = cfg.add_special_tokens
     if special is None:
         special = is_encoder(backbone_config)
-    return encode(tokenizer, record, template=cfg.template, max_tokens=cfg.max_tokens,
-                  add_special_tokens=special, use_question=cfg.use_question,
-                  use_rationale=cfg.use_rationale, use_transcript=cfg.use_transcript)
+    return encode(
+        tokenizer,
+        record,
+        template=cfg.template,
+        max_tokens=cfg.max_tokens,
+        add_special_tokens=special,
+        use_question=cfg.use_question,
+        use_rationale=cfg.use_rationale,
+        use_transcript=cfg.use_transcript,
+    )
 
 
 def pad_token_id(tokenizer: Any) -> int:
@@ -215,8 +285,15 @@ def pad_token_id(tokenizer: Any) -> int:
     return 0
 
 
-def batched_logits(model: OrcaModel, encoded: Sequence[Encoded], *, pad_id: int, batch_size: int,
-                   device: torch.device, progress: bool = False) -> torch.Tensor:
+def batched_logits(
+    model: OrcaModel,
+    encoded: Sequence[Encoded],
+    *,
+    pad_id: int,
+    batch_size: int,
+    device: torch.device,
+    progress: bool = False,
+) -> torch.Tensor:
     """Logits for all encoded items in the original order, using length-sorted batches."""
     from tqdm.auto import tqdm
 
@@ -229,7 +306,7 @@ def batched_logits(model: OrcaModel, encoded: Sequence[Encoded], *, pad_id: int,
     starts = range(0, len(order), batch_size)
     with torch.inference_mode():
         for start in tqdm(starts, desc="scoring", unit="batch", disable=not progress):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             ids, mask = collate([encoded[i].input_ids for i in idx], pad_id, device=device)
             out[idx] = model(ids, mask).float().cpu()
     model.train(was_training)
@@ -243,5 +320,7 @@ def _hub_snapshot(repo_id: str) -> Path:
 
         return Path(snapshot_download(repo_id))
     except Exception as err:
-        raise CheckpointError(f"{repo_id}: not a local directory and not available from the Hub "
-                              f"cache ({type(err).__name__}: {err})") from None
+        raise CheckpointError(
+            f"{repo_id}: not a local directory and not available from the Hub "
+            f"cache ({type(err).__name__}: {err})"
+        ) from None

@@ -1,4 +1,4 @@
-"""Rating likelihoods (Beta, Multinomial, Bernoulli): losses, moments and clamping, as pure tensor maths.
+"""Rating likelihoods (Beta, Multinomial, Bernoulli): losses, moments, clamping; pure tensor maths.
 
 Ratings are integers 1..5; the unit scale is y = (r - 1) / 4. Ratings arrive as a padded
 (batch, max_ratings) integer tensor where 0 marks padding.
@@ -18,7 +18,9 @@ def head_size(likelihood: str) -> int:
     try:
         return HEAD_SIZES[likelihood]
     except KeyError:
-        raise ValueError(f"unknown likelihood {likelihood!r}; expected one of {tuple(HEAD_SIZES)}") from None
+        raise ValueError(
+            f"unknown likelihood {likelihood!r}; expected one of {tuple(HEAD_SIZES)}"
+        ) from None
 
 
 def pad_ratings(ratings: list[list[int]]) -> torch.Tensor:

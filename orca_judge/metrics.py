@@ -42,16 +42,28 @@ def mae(x: Sequence[float], y: Sequence[float]) -> float:
     return float(np.mean(np.abs(a - b))) if len(a) else math.nan
 
 
-def agreement(pred_mean: Sequence[float], human_mean: Sequence[float],
-              pred_var: Sequence[float | None] | None = None,
-              human_var: Sequence[float] | None = None,
-              n_ratings: Sequence[int] | None = None, min_ratings_var: int = 3) -> dict[str, float]:
+def agreement(
+    pred_mean: Sequence[float],
+    human_mean: Sequence[float],
+    pred_var: Sequence[float | None] | None = None,
+    human_var: Sequence[float] | None = None,
+    n_ratings: Sequence[int] | None = None,
+    min_ratings_var: int = 3,
+) -> dict[str, float]:
     """rho, tau, MAE_mu (unit scale) and, when variances are given, MAE_var on items with
     at least `min_ratings_var` ratings."""
-    out = {"n": len(pred_mean), "rho": spearman(pred_mean, human_mean),
-           "tau": kendall_tau_b(pred_mean, human_mean), "mae_mu": mae(pred_mean, human_mean)}
-    if pred_var is not None and human_var is not None and n_ratings is not None \
-            and all(v is not None for v in pred_var):
+    out = {
+        "n": len(pred_mean),
+        "rho": spearman(pred_mean, human_mean),
+        "tau": kendall_tau_b(pred_mean, human_mean),
+        "mae_mu": mae(pred_mean, human_mean),
+    }
+    if (
+        pred_var is not None
+        and human_var is not None
+        and n_ratings is not None
+        and all(v is not None for v in pred_var)
+    ):
         keep = [i for i, n in enumerate(n_ratings) if n >= min_ratings_var]
         out["n_var"] = len(keep)
         out["mae_var"] = mae([pred_var[i] for i in keep], [human_var[i] for i in keep])
@@ -60,18 +72,27 @@ def agreement(pred_mean: Sequence[float], human_mean: Sequence[float],
 
 def clamp_objective(pred_mean: Sequence[float], human_mean: Sequence[float]) -> float:
     """The paper's threshold-tuning objective rho + tau - MAE_mu (nan counts as -inf)."""
-    value = spearman(pred_mean, human_mean) + kendall_tau_b(pred_mean, human_mean) \
+    value = (
+        spearman(pred_mean, human_mean)
+        + kendall_tau_b(pred_mean, human_mean)
         - mae(pred_mean, human_mean)
+    )
     return -math.inf if math.isnan(value) else value
 
 
-def tune_clamp_threshold(pred_mean: Sequence[float], pred_var: Sequence[float | None],
-                         human_mean: Sequence[float], margin: float = 0.125,
-                         candidates: Sequence[float] = DEFAULT_THRESHOLDS) -> float | None:
-    """The threshold maximising rho + tau - MAE_mu after clamping; None if none beats no clamping."""
+def tune_clamp_threshold(
+    pred_mean: Sequence[float],
+    pred_var: Sequence[float | None],
+    human_mean: Sequence[float],
+    margin: float = 0.125,
+    candidates: Sequence[float] = DEFAULT_THRESHOLDS,
+) -> float | None:
+    """Threshold maximising rho + tau - MAE_mu after clamping; None if none beats no clamping."""
     best_value, best = clamp_objective(pred_mean, human_mean), None
     for threshold in candidates:
-        clamped = [clamp_mean(m, v, threshold, margin) for m, v in zip(pred_mean, pred_var, strict=True)]
+        clamped = [
+            clamp_mean(m, v, threshold, margin) for m, v in zip(pred_mean, pred_var, strict=True)
+        ]
         value = clamp_objective(clamped, human_mean)
         if value > best_value + 1e-12:
             best_value, best = value, threshold

@@ -14,7 +14,15 @@ from .likelihoods import head_size
 
 # Projection names LoRA adapts, by family; the first family whose names exist in the model wins.
 _LORA_FAMILIES = (
-    ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),  # Llama, Gemma, OLMo, Qwen
+    (
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+    ),  # Llama, Gemma, OLMo, Qwen
     ("qkv_proj", "o_proj", "gate_up_proj", "down_proj"),  # Phi-3
     ("q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"),  # OPT
     ("c_attn", "c_proj", "c_fc"),  # GPT-2
@@ -63,8 +71,11 @@ def is_encoder(config) -> bool:
 
 def detect_lora_targets(model: nn.Module) -> list[str]:
     """Leaf module names of the projections LoRA should adapt in this architecture."""
-    leaves = {name.rsplit(".", 1)[-1] for name, mod in model.named_modules()
-              if isinstance(mod, nn.Linear) or type(mod).__name__ == "Conv1D"}
+    leaves = {
+        name.rsplit(".", 1)[-1]
+        for name, mod in model.named_modules()
+        if isinstance(mod, nn.Linear) or type(mod).__name__ == "Conv1D"
+    }
     for family in _LORA_FAMILIES:
         found = [n for n in family if n in leaves]
         if len(found) >= 2:
@@ -143,14 +154,21 @@ def add_lora(backbone: nn.Module, cfg: OrcaConfig) -> nn.Module:
         return backbone
     from peft import LoraConfig, get_peft_model
 
-    lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha or cfg.lora_r,
-                      lora_dropout=cfg.lora_dropout,
-                      target_modules=cfg.lora_target_modules or detect_lora_targets(backbone))
+    lora = LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha or cfg.lora_r,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=cfg.lora_target_modules or detect_lora_targets(backbone),
+    )
     return get_peft_model(backbone, lora)
 
 
-def collate(batch: Sequence[Sequence[int]], pad_id: int, padding_side: str = "right",
-            device: torch.device | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def collate(
+    batch: Sequence[Sequence[int]],
+    pad_id: int,
+    padding_side: str = "right",
+    device: torch.device | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Pad token-id lists into (input_ids, attention_mask)."""
     width = max(len(ids) for ids in batch)
     input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)

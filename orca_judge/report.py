@@ -10,8 +10,10 @@ from .judge import OrcaPrediction
 from .metrics import agreement
 
 
-def agreement_report(predictions: Sequence[OrcaPrediction], items: Sequence[OrcaItem]) -> dict[str, Any]:
-    """rho, tau, MAE_mu, MAE_var (raw and clamped) on rated items; unrated ones are counted as skipped."""
+def agreement_report(
+    predictions: Sequence[OrcaPrediction], items: Sequence[OrcaItem]
+) -> dict[str, Any]:
+    """rho, tau, MAE_mu, MAE_var (raw and clamped) on rated items; unrated ones are skipped."""
     rated = [(p, it) for p, it in zip(predictions, items, strict=True) if it.ratings]
     skipped = [it.id for it in items if not it.ratings]
     report: dict[str, Any] = {"n": len(rated), "skipped": len(skipped), "skipped_ids": skipped[:20]}
@@ -22,8 +24,14 @@ def agreement_report(predictions: Sequence[OrcaPrediction], items: Sequence[Orca
     counts = [len(it.ratings) for _, it in rated]
     variances = [p.variance_unit for p, _ in rated]
     has_var = all(v is not None for v in variances)
-    report["raw"] = agreement([p.expected_unit for p, _ in rated], human,
-                              variances if has_var else None, human_var, counts)
-    report["clamped"] = agreement([p.clamped_unit for p, _ in rated], human,
-                                  variances if has_var else None, human_var, counts)
+    report["raw"] = agreement(
+        [p.expected_unit for p, _ in rated],
+        human,
+        variances if has_var else None,
+        human_var,
+        counts,
+    )
+    report["clamped"] = agreement(
+        [p.clamped_unit for p, _ in rated], human, variances if has_var else None, human_var, counts
+    )
     return report

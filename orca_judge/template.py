@@ -10,8 +10,9 @@ from typing import Any
 _TRUNCATION_ORDER = ("transcript", "rationale", "question", "reference")
 
 
-def _blocks_reference(item: Mapping[str, str], use_question: bool, use_rationale: bool,
-                      use_transcript: bool) -> list[tuple[str, str]]:
+def _blocks_reference(
+    item: Mapping[str, str], use_question: bool, use_rationale: bool, use_transcript: bool
+) -> list[tuple[str, str]]:
     context = []
     if use_transcript and item["transcript"]:
         context.append("|transcription: " + item["transcript"])
@@ -27,11 +28,17 @@ def _blocks_reference(item: Mapping[str, str], use_question: bool, use_rationale
     return blocks
 
 
-def _blocks_paper(item: Mapping[str, str], use_question: bool, use_rationale: bool,
-                  use_transcript: bool) -> list[tuple[str, str]]:
+def _blocks_paper(
+    item: Mapping[str, str], use_question: bool, use_rationale: bool, use_transcript: bool
+) -> list[tuple[str, str]]:
     # x = [q; r; a; t; c]: question, reference, rationale, transcript, candidate.
-    parts = [("question", use_question), ("reference", True), ("rationale", use_rationale),
-             ("transcript", use_transcript), ("candidate", True)]
+    parts = [
+        ("question", use_question),
+        ("reference", True),
+        ("rationale", use_rationale),
+        ("transcript", use_transcript),
+        ("candidate", True),
+    ]
     blocks = []
     for name, wanted in parts:
         if wanted and (item[name] or name in ("candidate", "reference", "question")):
@@ -40,16 +47,26 @@ def _blocks_paper(item: Mapping[str, str], use_question: bool, use_rationale: bo
     return blocks
 
 
-def format_text(item: Mapping[str, Any], template: str = "reference", *, use_question: bool = True,
-                use_rationale: bool = True, use_transcript: bool = False) -> str:
+def format_text(
+    item: Mapping[str, Any],
+    template: str = "reference",
+    *,
+    use_question: bool = True,
+    use_rationale: bool = True,
+    use_transcript: bool = False,
+) -> str:
     """The judge's input string for one item; empty rationale/transcript blocks are dropped."""
-    fields = {k: str(item.get(k) or "") for k in ("question", "reference", "rationale",
-                                                  "transcript", "candidate")}
+    fields = {
+        k: str(item.get(k) or "")
+        for k in ("question", "reference", "rationale", "transcript", "candidate")
+    }
     builders = {"reference": _blocks_reference, "paper": _blocks_paper}
     if template not in builders:
         raise ValueError(f"unknown template {template!r}; expected one of {tuple(builders)}")
-    return "".join(lab + text for lab, text in builders[template](
-        fields, use_question, use_rationale, use_transcript))
+    return "".join(
+        lab + text
+        for lab, text in builders[template](fields, use_question, use_rationale, use_transcript)
+    )
 
 
 @dataclass(frozen=True)
@@ -60,14 +77,27 @@ class Encoded:
     truncated: bool
 
 
-def encode(tokenizer: Any, item: Mapping[str, Any], *, template: str, max_tokens: int,
-           add_special_tokens: bool, use_question: bool = True, use_rationale: bool = True,
-           use_transcript: bool = False) -> Encoded:
+def encode(
+    tokenizer: Any,
+    item: Mapping[str, Any],
+    *,
+    template: str,
+    max_tokens: int,
+    add_special_tokens: bool,
+    use_question: bool = True,
+    use_rationale: bool = True,
+    use_transcript: bool = False,
+) -> Encoded:
     """Tokenise an item, shortening context fields (never the candidate) to fit max_tokens."""
-    opts = {"use_question": use_question, "use_rationale": use_rationale,
-            "use_transcript": use_transcript}
-    work = {k: str(item.get(k) or "") for k in ("question", "reference", "rationale",
-                                               "transcript", "candidate")}
+    opts = {
+        "use_question": use_question,
+        "use_rationale": use_rationale,
+        "use_transcript": use_transcript,
+    }
+    work = {
+        k: str(item.get(k) or "")
+        for k in ("question", "reference", "rationale", "transcript", "candidate")
+    }
 
     def ids_of(fields: Mapping[str, str]) -> list[int]:
         text = format_text(fields, template, **opts)

@@ -21,7 +21,13 @@ from typing import Any
 import torch
 
 from . import likelihoods
-from .checkpoint import METRICS_FILE, atomic_write_text, read_checkpoint, recover_interrupted, write_checkpoint
+from .checkpoint import (
+    METRICS_FILE,
+    atomic_write_text,
+    read_checkpoint,
+    recover_interrupted,
+    write_checkpoint,
+)
 from .config import OrcaConfig
 from .data import OrcaItem, filter_by_length
 from .judge import batched_logits, encode_item, load_adapter, pad_token_id
@@ -62,7 +68,9 @@ def lr_multiplier(step: int, cfg: OrcaConfig) -> float:
     return 1.0 - (1.0 - cfg.lr_floor) * progress
 
 
-def epoch_batches(lengths: Sequence[int], batch_size: int, epoch: int, seed: int) -> list[list[int]]:
+def epoch_batches(
+    lengths: Sequence[int], batch_size: int, epoch: int, seed: int
+) -> list[list[int]]:
     """Shuffled batches of similar-length items (less padding), deterministic per epoch."""
     rng = random.Random(seed * 1_000_003 + epoch)
     order = list(range(len(lengths)))
@@ -70,14 +78,14 @@ def epoch_batches(lengths: Sequence[int], batch_size: int, epoch: int, seed: int
     pool = batch_size * 32
     batches = []
     for start in range(0, len(order), pool):
-        chunk = sorted(order[start:start + pool], key=lambda i: lengths[i])
-        batches += [chunk[j:j + batch_size] for j in range(0, len(chunk), batch_size)]
+        chunk = sorted(order[start : start + pool], key=lambda i: lengths[i])
+        batches += [chunk[j : j + batch_size] for j in range(0, len(chunk), batch_size)]
     rng.shuffle(batches)
     return batches
 
 
 def build_model(cfg: OrcaConfig, device: torch.device, init_from: str | Path | None = None):
-    """(model, tokenizer, fingerprint) ready to train: fresh LoRA + head, or continued from a checkpoint."""
+    """(model, tokenizer, fingerprint): fresh LoRA + head, or continued from a checkpoint."""
     from transformers import AutoTokenizer
 
     torch.manual_seed(cfg.seed)
@@ -92,11 +100,15 @@ def build_model(cfg: OrcaConfig, device: torch.device, init_from: str | Path | N
     else:
         ckpt = read_checkpoint(init_from)
         if ckpt.backbone_fingerprint and ckpt.backbone_fingerprint != fingerprint:
-            warnings.warn(f"{init_from}: trained on other backbone weights than {cfg.backbone!r}",
-                          stacklevel=2)
+            warnings.warn(
+                f"{init_from}: trained on other backbone weights than {cfg.backbone!r}",
+                stacklevel=2,
+            )
         if ckpt.config.likelihood != cfg.likelihood:
-            raise ValueError(f"{init_from}: likelihood {ckpt.config.likelihood!r} cannot continue as "
-                             f"{cfg.likelihood!r}")
+            raise ValueError(
+                f"{init_from}: likelihood {ckpt.config.likelihood!r} cannot continue as "
+                f"{cfg.likelihood!r}"
+            )
         tokenizer = AutoTokenizer.from_pretrained(str(ckpt.tokenizer_dir))
         if ckpt.adapter_dir is not None:
             backbone, _, _ = load_adapter(base, ckpt.adapter_dir, trainable=True)
@@ -113,8 +125,14 @@ def trainable_state(model: OrcaModel) -> dict[str, torch.Tensor]:
     return {n: p.detach().cpu().clone() for n, p in model.named_parameters() if p.requires_grad}
 
 
-def save_best(output: Path, cfg: OrcaConfig, model: OrcaModel, tokenizer: Any, fingerprint: str,
-              metrics: dict[str, Any]) -> None:
+def save_best(
+    output: Path,
+    cfg: OrcaConfig,
+    model: OrcaModel,
+    tokenizer: Any,
+    fingerprint: str,
+    metrics: dict[str, Any],
+) -> None:
     """Write the current weights as a native checkpoint."""
     from peft import PeftModel, get_peft_model_state_dict
 
@@ -122,20 +140,41 @@ def save_best(output: Path, cfg: OrcaConfig, model: OrcaModel, tokenizer: Any, f
     if isinstance(model.backbone, PeftModel):
         lora = model.backbone.peft_config["default"]
         state = get_peft_model_state_dict(model.backbone)
-    write_checkpoint(output, config=cfg, head=model.head.state_dict(), adapter_config=lora,
-                     adapter_state=state, tokenizer=tokenizer, backbone_fingerprint=fingerprint,
-                     pooling=model.pooling, metrics=metrics)
+    write_checkpoint(
+        output,
+        config=cfg,
+        head=model.head.state_dict(),
+        adapter_config=lora,
+        adapter_state=state,
+        tokenizer=tokenizer,
+        backbone_fingerprint=fingerprint,
+        pooling=model.pooling,
+        metrics=metrics,
+    )
 
 
-def evaluate(model: OrcaModel, cfg: OrcaConfig, items: Sequence[OrcaItem], encoded, pad_id: int,
-             device: torch.device) -> tuple[dict[str, float], list[float], list[float | None]]:
+def evaluate(
+    model: OrcaModel,
+    cfg: OrcaConfig,
+    items: Sequence[OrcaItem],
+    encoded,
+    pad_id: int,
+    device: torch.device,
+) -> tuple[dict[str, float], list[float], list[float | None]]:
     """Dev metrics plus the predicted means and variances (unit scale)."""
-    logits = batched_logits(model, encoded, pad_id=pad_id, batch_size=cfg.eval_batch_size, device=device)
+    logits = batched_logits(
+        model, encoded, pad_id=pad_id, batch_size=cfg.eval_batch_size, device=device
+    )
     mean, var = likelihoods.moments(cfg.likelihood, logits)
     means = mean.tolist()
     variances = var.tolist() if var is not None else [None] * len(means)
-    metrics = agreement(means, [it.human_mean_unit for it in items], variances,
-                        [it.human_var_unit for it in items], [len(it.ratings) for it in items])
+    metrics = agreement(
+        means,
+        [it.human_mean_unit for it in items],
+        variances,
+        [it.human_var_unit for it in items],
+        [len(it.ratings) for it in items],
+    )
     return metrics, means, variances
 
 
@@ -150,12 +189,19 @@ def _log(run_dir: Path, record: dict[str, Any]) -> None:
         fh.write(json.dumps(record) + "\n")
 
 
-def train(cfg: OrcaConfig, train_items: Sequence[OrcaItem], dev_items: Sequence[OrcaItem],
-          output: str | Path, *, run_dir: str | Path | None = None,
-          init_from: str | Path | None = None, device: str | torch.device | None = None,
-          progress: bool = True, on_step: Callable[[int, dict[str, Any]], None] | None = None,
-          ) -> TrainResult:
-    """Train a judge, keep the best dev-rho checkpoint in `output`, resume from `run_dir` if present."""
+def train(
+    cfg: OrcaConfig,
+    train_items: Sequence[OrcaItem],
+    dev_items: Sequence[OrcaItem],
+    output: str | Path,
+    *,
+    run_dir: str | Path | None = None,
+    init_from: str | Path | None = None,
+    device: str | torch.device | None = None,
+    progress: bool = True,
+    on_step: Callable[[int, dict[str, Any]], None] | None = None,
+) -> TrainResult:
+    """Train a judge, keeping the best dev-rho checkpoint in `output`; resumes from `run_dir`."""
     from tqdm.auto import tqdm
 
     output = Path(output)
@@ -166,11 +212,17 @@ def train(cfg: OrcaConfig, train_items: Sequence[OrcaItem], dev_items: Sequence[
     for name, items in (("train", train_items), ("dev", dev_items)):
         unrated = [it.id for it in items if not it.ratings]
         if unrated:
-            raise ValueError(f"{name} item {unrated[0]!r} has no ratings ({len(unrated)} such items)")
+            raise ValueError(
+                f"{name} item {unrated[0]!r} has no ratings ({len(unrated)} such items)"
+            )
         if not items:
             raise ValueError(f"{name} set is empty")
-    template_opts = {"template": cfg.template, "use_question": cfg.use_question,
-                     "use_rationale": cfg.use_rationale, "use_transcript": cfg.use_transcript}
+    template_opts = {
+        "template": cfg.template,
+        "use_question": cfg.use_question,
+        "use_rationale": cfg.use_rationale,
+        "use_transcript": cfg.use_transcript,
+    }
     train_items, n_long = filter_by_length(train_items, cfg.max_chars, **template_opts)
     if not train_items:
         raise ValueError(f"all training items exceed max_chars={cfg.max_chars}")
@@ -182,9 +234,13 @@ def train(cfg: OrcaConfig, train_items: Sequence[OrcaItem], dev_items: Sequence[
     dev_enc = [encode_item(tokenizer, it, cfg, backbone_config) for it in dev_items]
     lengths = [len(e.input_ids) for e in train_enc]
     n_batches = math.ceil(len(train_items) / cfg.batch_size)
-    data_counts = {"train_items": len(train_items), "train_removed_over_max_chars": n_long,
-                   "train_truncated": sum(e.truncated for e in train_enc),
-                   "dev_items": len(dev_items), "dev_truncated": sum(e.truncated for e in dev_enc)}
+    data_counts = {
+        "train_items": len(train_items),
+        "train_removed_over_max_chars": n_long,
+        "train_truncated": sum(e.truncated for e in train_enc),
+        "dev_items": len(dev_items),
+        "dev_truncated": sum(e.truncated for e in dev_enc),
+    }
 
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -195,8 +251,10 @@ def train(cfg: OrcaConfig, train_items: Sequence[OrcaItem], dev_items: Sequence[
     if state_path.exists():
         state = torch.load(state_path, map_location="cpu", weights_only=True)
         if state["config"] != cfg.to_dict():
-            raise ValueError(f"{state_path}: saved for a different configuration; use a new run "
-                             "directory or delete it to start over")
+            raise ValueError(
+                f"{state_path}: saved for a different configuration; use a new run "
+                "directory or delete it to start over"
+            )
         model.load_state_dict(state["trainable"], strict=False)
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
@@ -205,12 +263,66 @@ def train(cfg: OrcaConfig, train_items: Sequence[OrcaItem], dev_items: Sequence[
         bad_evals, done, best_dev = state["bad_evals"], state["done"], state["best_dev"]
         _log(run_dir, {"event": "resume", "step": step})
     else:
-        _log(run_dir, {"event": "start", "config": cfg.to_dict(), **data_counts,
-                       "init_from": str(init_from) if init_from else None})
+        _log(
+            run_dir,
+            {
+                "event": "start",
+                "config": cfg.to_dict(),
+                **data_counts,
+                "init_from": str(init_from) if init_from else None,
+            },
+        )
 
     bar = tqdm(total=cfg.max_steps, initial=step, desc="train", unit="step", disable=not progress)
-    model.train()
     started = time.perf_counter()
+
+    def validate(record: dict[str, Any]) -> None:
+        """Dev evaluation; keeps the best checkpoint, counts patience, saves the resume state."""
+        nonlocal best_rho, best_step, bad_evals, done, best_dev
+        metrics, means, variances = evaluate(model, cfg, dev_items, dev_enc, pad_id, dev)
+        model.train()
+        rho = metrics["rho"] if not math.isnan(metrics["rho"]) else -math.inf
+        record["dev"] = metrics
+        if rho > best_rho or best_step < 0:  # the first evaluation always counts
+            best_rho, best_step, bad_evals = rho, step, 0
+            best_dev = {"metrics": metrics, "means": means, "variances": variances}
+            save_best(
+                output,
+                cfg,
+                model,
+                tokenizer,
+                fingerprint,
+                {"best_step": best_step, "dev": metrics, **data_counts},
+            )
+        else:
+            bad_evals += 1
+        done = bad_evals >= cfg.patience > 0
+        record["best_dev_rho"] = best_rho
+        bar.set_postfix(
+            loss=f"{record.get('loss', math.nan):.3f}", dev_rho=f"{rho:.3f}", best=f"{best_rho:.3f}"
+        )
+        _save_state(
+            state_path,
+            {
+                "config": cfg.to_dict(),
+                "trainable": trainable_state(model),
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "torch_rng": torch.get_rng_state(),
+                "step": step,
+                "best_rho": best_rho,
+                "best_step": best_step,
+                "bad_evals": bad_evals,
+                "done": done,
+                "best_dev": best_dev,
+            },
+        )
+
+    if step == 0:
+        record: dict[str, Any] = {"step": 0}
+        validate(record)  # the untrained judge, as a reference point
+        _log(run_dir, record)
+    model.train()
     while step < cfg.max_steps and not done:
         # one optimiser step over grad_accum micro-batches
         total_loss = 0.0
@@ -219,41 +331,33 @@ def train(cfg: OrcaConfig, train_items: Sequence[OrcaItem], dev_items: Sequence[
             batch = epoch_batches(lengths, cfg.batch_size, k // n_batches, cfg.seed)[k % n_batches]
             ids, mask = collate([train_enc[i].input_ids for i in batch], pad_id, device=dev)
             ratings = likelihoods.pad_ratings([list(train_items[i].ratings) for i in batch]).to(dev)
-            loss = likelihoods.nll(cfg.likelihood, model(ids, mask), ratings).mean() / cfg.grad_accum
+            loss = (
+                likelihoods.nll(cfg.likelihood, model(ids, mask), ratings).mean() / cfg.grad_accum
+            )
             if not torch.isfinite(loss):
-                raise FloatingPointError(f"non-finite loss at step {step} on items "
-                                         f"{[train_items[i].id for i in batch]}")
+                raise FloatingPointError(
+                    f"non-finite loss at step {step} on items {[train_items[i].id for i in batch]}"
+                )
             loss.backward()
             total_loss += loss.item()
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip if cfg.grad_clip > 0 else math.inf)
+        grad_norm = torch.nn.utils.clip_grad_norm_(
+            params, cfg.grad_clip if cfg.grad_clip > 0 else math.inf
+        )
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        record = {"step": step, "loss": total_loss, "lr": scheduler.get_last_lr()[0],
-                  "grad_norm": float(grad_norm), "epoch": step * cfg.grad_accum / n_batches,
-                  "seconds": round(time.perf_counter() - started, 2)}
+        record = {
+            "step": step,
+            "loss": total_loss,
+            "lr": scheduler.get_last_lr()[0],
+            "grad_norm": float(grad_norm),
+            "epoch": step * cfg.grad_accum / n_batches,
+            "seconds": round(time.perf_counter() - started, 2),
+        }
 
         if step % cfg.eval_every == 0 or step == cfg.max_steps:
-            metrics, means, variances = evaluate(model, cfg, dev_items, dev_enc, pad_id, dev)
-            model.train()
-            rho = metrics["rho"] if not math.isnan(metrics["rho"]) else -math.inf
-            record["dev"] = metrics
-            if rho > best_rho:
-                best_rho, best_step, bad_evals = rho, step, 0
-                best_dev = {"metrics": metrics, "means": means, "variances": variances}
-                save_best(output, cfg, model, tokenizer, fingerprint,
-                          {"best_step": best_step, "dev": metrics, **data_counts})
-            else:
-                bad_evals += 1
-            done = bad_evals >= cfg.patience > 0
-            record["best_dev_rho"] = best_rho
-            bar.set_postfix(loss=f"{total_loss:.3f}", dev_rho=f"{rho:.3f}", best=f"{best_rho:.3f}")
-            _save_state(state_path, {
-                "config": cfg.to_dict(), "trainable": trainable_state(model),
-                "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "torch_rng": torch.get_rng_state(), "step": step, "best_rho": best_rho,
-                "best_step": best_step, "bad_evals": bad_evals, "done": done, "best_dev": best_dev})
+            validate(record)
         else:
             bar.set_postfix(loss=f"{total_loss:.3f}", best=f"{best_rho:.3f}")
         _log(run_dir, record)
@@ -263,29 +367,53 @@ def train(cfg: OrcaConfig, train_items: Sequence[OrcaItem], dev_items: Sequence[
     bar.close()
 
     stopped_early = step < cfg.max_steps
-    metrics = finalize(output, cfg, best_dev, dev_items, {"best_step": best_step, "steps": step,
-                                               "stopped_early": stopped_early, **data_counts})
+    metrics = finalize(
+        output,
+        cfg,
+        best_dev,
+        dev_items,
+        {"best_step": best_step, "steps": step, "stopped_early": stopped_early, **data_counts},
+    )
     _save_state(state_path, {**torch.load(state_path, weights_only=True), "done": True})
-    _log(run_dir, {"event": "done", "step": step, "best_step": best_step, "best_dev_rho": best_rho,
-                   "clamp_threshold": metrics.get("clamp_threshold")})
+    _log(
+        run_dir,
+        {
+            "event": "done",
+            "step": step,
+            "best_step": best_step,
+            "best_dev_rho": best_rho,
+            "clamp_threshold": metrics.get("clamp_threshold"),
+        },
+    )
     return TrainResult(output, best_step, best_rho, step, stopped_early, metrics)
 
 
-def finalize(output: Path, cfg: OrcaConfig, best_dev: dict[str, Any], dev_items: Sequence[OrcaItem],
-             info: dict[str, Any]) -> dict[str, Any]:
-    """Tune the clamp threshold on the best model's dev predictions and store it in the checkpoint."""
+def finalize(
+    output: Path,
+    cfg: OrcaConfig,
+    best_dev: dict[str, Any],
+    dev_items: Sequence[OrcaItem],
+    info: dict[str, Any],
+) -> dict[str, Any]:
+    """Tune the clamp threshold on the best model's dev predictions; store it in the checkpoint."""
     from .checkpoint import CONFIG_FILE
     from .likelihoods import clamp_mean
 
     means, variances = best_dev["means"], best_dev["variances"]
     human = [it.human_mean_unit for it in dev_items]
     threshold = tune_clamp_threshold(means, variances, human, cfg.clamp_margin)
-    clamped = [clamp_mean(m, v, threshold, cfg.clamp_margin) for m, v in zip(means, variances, strict=True)]
+    clamped = [
+        clamp_mean(m, v, threshold, cfg.clamp_margin) for m, v in zip(means, variances, strict=True)
+    ]
     meta = json.loads((output / CONFIG_FILE).read_text())
     meta["config"]["clamp_threshold"] = threshold
     atomic_write_text(output / CONFIG_FILE, json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    metrics = {**info, "dev": best_dev["metrics"], "clamp_threshold": threshold,
-               "dev_clamped": agreement(clamped, human)}
+    metrics = {
+        **info,
+        "dev": best_dev["metrics"],
+        "clamp_threshold": threshold,
+        "dev_clamped": agreement(clamped, human),
+    }
     atomic_write_text(output / METRICS_FILE, json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     return metrics
 
@@ -300,17 +428,29 @@ class Stage:
     dev_items: Sequence[OrcaItem]
 
 
-def train_curriculum(stages: Sequence[Stage], output: str | Path, *, device: str | None = None,
-                     progress: bool = True) -> list[TrainResult]:
-    """Run stages in order, each starting from the previous stage's best checkpoint with a fresh
-    optimiser and schedule; the last stage writes `output`, earlier ones `<output>-stages/<name>`."""
+def train_curriculum(
+    stages: Sequence[Stage], output: str | Path, *, device: str | None = None, progress: bool = True
+) -> list[TrainResult]:
+    """Run stages in order, each from the previous stage's best checkpoint with a fresh optimiser.
+
+    The last stage writes `output`, earlier ones `<output>-stages/<name>`.
+    """
     output = Path(output)
     results: list[TrainResult] = []
     previous: Path | None = None
     for i, stage in enumerate(stages):
         last = i == len(stages) - 1
         target = output if last else output.with_name(output.name + "-stages") / stage.name
-        results.append(train(stage.config, stage.train_items, stage.dev_items, target,
-                             init_from=previous, device=device, progress=progress))
+        results.append(
+            train(
+                stage.config,
+                stage.train_items,
+                stage.dev_items,
+                target,
+                init_from=previous,
+                device=device,
+                progress=progress,
+            )
+        )
         previous = target
     return results

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import pytest
 import soundfile as sf
@@ -19,7 +21,7 @@ pytestmark = pytest.mark.slow
 class RecordingAudioLM(AquaBaselineLM):
     """Answers the first option and records what audio each request carried."""
 
-    seen: list[tuple[str, int, object]] = []
+    seen: ClassVar[list[tuple[str, int, object]]] = []
 
     def answer(self, request):
         (audio,) = request.args[2]["audio"]

@@ -1,0 +1,140 @@
+"""Input templates, truncation, data validation, the length filter and question-disjoint splits."""
+
+import json
+
+import pytest
+from orca_fixtures import synthetic_items, tiny_tokenizer_dir, write_jsonl
+
+from orca_judge.data import (
+    DataError,
+    OrcaItem,
+    filter_by_length,
+    load_items,
+    question_disjoint_split,
+)
+from orca_judge.template import encode, format_text
+
+ITEM = {
+    "question": "Q?",
+    "reference": "R",
+    "rationale": "because",
+    "transcript": "said X",
+    "candidate": "C",
+}
+
+
+def test_reference_template_reproduces_the_published_string():
+    assert (
+        format_text(ITEM)
+        == " |context: because |question: Q? |correct answer: R |candidate answer: C"
+    )
+
+
+def test_reference_template_puts_the_transcript_inside_the_context_block():
+    text = format_text(ITEM, use_transcript=True)
+    assert text.startswith(" |context: |transcription: said X because |question: Q?")
+
+
+def test_empty_blocks_are_dropped_and_flags_remove_blocks():
+    item = {**ITEM, "rationale": "", "transcript": ""}
+    assert (
+        format_text(item, use_transcript=True)
+        == " |question: Q? |correct answer: R |candidate answer: C"
+    )
+    assert (
+        format_text(ITEM, use_question=False, use_rationale=False)
+        == " |correct answer: R |candidate answer: C"
+    )
+    assert "transcript" not in format_text({**ITEM, "transcript": ""}, "paper", use_transcript=True)
+
+
+def test_paper_template_follows_question_reference_rationale_transcript_candidate_order():
+    text = format_text(ITEM, "paper", use_transcript=True)
+    assert (
+        text == "question: Q?\nreference: R\nrationale: because\ntranscript: said X\ncandidate: C"
+    )
+
+
+def test_truncation_shortens_context_but_keeps_the_whole_candidate():
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_tokenizer_dir())
+    item = {
+        **ITEM,
+        "rationale": "the speaker says the next word is sun " * 40,
+        "candidate": "a man speaks and a musical instrument is played",
+    }
+    full = encode(tok, item, template="reference", max_tokens=10_000, add_special_tokens=False)
+    cut = encode(tok, item, template="reference", max_tokens=60, add_special_tokens=False)
+    assert not full.truncated and len(full.input_ids) > 60
+    assert cut.truncated and len(cut.input_ids) <= 60
+    assert tok.decode(cut.input_ids).endswith("|candidate answer: " + item["candidate"])
+
+
+def test_jsonl_loading_validates_and_accepts_empty_candidates_and_unrated_items(tmp_path):
+    records = [{**ITEM, "id": "a", "candidate": "", "ratings": [1]}, {**ITEM, "id": "b"}]
+    items = load_items(write_jsonl(tmp_path / "x.jsonl", records))
+    assert items[0].candidate == "" and items[0].ratings == (1,)
+    assert items[1].ratings is None
+    with pytest.raises(DataError, match="'ratings' is missing"):
+        load_items(tmp_path / "x.jsonl", require_ratings=True)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"ratings": [1, 6]}, r"x\.jsonl:2: field 'ratings' has 6"),
+        ({"ratings": None}, r"x\.jsonl:2: field 'ratings' is null"),
+        ({"ratings": []}, r"x\.jsonl:2: field 'ratings' must be a non-empty list"),
+        ({"candidate": None}, r"x\.jsonl:2: missing required field 'candidate'"),
+        ({"question": 3}, r"x\.jsonl:2: field 'question' must be a string"),
+    ],
+)
+def test_bad_items_raise_errors_naming_file_line_and_field(tmp_path, bad, message):
+    good = {**ITEM, "ratings": [3]}
+    path = write_jsonl(tmp_path / "x.jsonl", [good, {**good, **bad}])
+    with pytest.raises(DataError, match=message):
+        load_items(path, require_ratings=True)
+
+
+def test_invalid_json_line_is_reported_with_its_line_number(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_text(json.dumps({**ITEM, "ratings": [3]}) + "\n{not json\n")
+    with pytest.raises(DataError, match=r"x\.jsonl:2: invalid JSON"):
+        load_items(path)
+
+
+def test_json_file_and_datasets_dataset_load_like_jsonl(tmp_path):
+    import datasets
+
+    records = synthetic_items(4, seed=1)
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(records))
+    from_json = load_items(path)
+    from_ds = load_items(datasets.Dataset.from_list(records))
+    assert from_json == from_ds and [it.id for it in from_json] == [r["id"] for r in records]
+
+
+def test_human_targets_use_mean_and_sample_variance_on_the_unit_scale():
+    item = OrcaItem(id="x", question="q", reference="r", candidate="c", ratings=(1, 3, 5))
+    assert item.human_mean_unit == pytest.approx(0.5)
+    assert item.human_var_unit == pytest.approx(0.25)
+    assert (
+        OrcaItem(id="y", question="q", reference="r", candidate="c", ratings=(4,)).human_var_unit
+        == 0
+    )
+
+
+def test_length_filter_counts_removed_items():
+    items = load_items([{**ITEM, "rationale": "x" * n, "ratings": [2]} for n in (10, 990, 2000)])
+    kept, removed = filter_by_length(items, 1000)
+    assert [len(it.rationale) for it in kept] == [10] and removed == 2
+    assert filter_by_length(items, None) == (items, 0)
+
+
+def test_question_disjoint_split_holds_out_only_unseen_questions():
+    items = load_items([{**ITEM, "question": f"q{i % 10}", "ratings": [3]} for i in range(50)])
+    a, b = question_disjoint_split(items, 0.5, seed=3, exclude_questions={"q0", "q1"})
+    qa, qb = {it.question for it in a}, {it.question for it in b}
+    assert not qa & qb and len(a) + len(b) == 50
+    assert {"q0", "q1"} <= qa and len(qb) == 4
