@@ -37,8 +37,14 @@ def main() -> int:
     args = parser.parse_args()
     bin_dir = Path(sys.executable).parent
     common = [
-        "--model", "dummy", "--tasks", "aqua_animal", "--limit", "4",
-        "--metadata", json.dumps({"data_dir": str(args.data_dir.resolve()), "audio": False}),
+        "--model",
+        "dummy",
+        "--tasks",
+        "aqua_animal",
+        "--limit",
+        "4",
+        "--metadata",
+        json.dumps({"data_dir": str(args.data_dir.resolve()), "audio": False}),
     ]
     commands = {
         "aqua-eval": [str(bin_dir / "aqua-eval"), *common],

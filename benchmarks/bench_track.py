@@ -73,10 +73,14 @@ def child(data_dir: str, audio_root: str, limit: int, eager: bool) -> None:
     start = time.perf_counter()
     main(
         [
-            "--model", "bench-energy-reader",
-            "--tasks", f"aqua_{TRACK}",
-            "--limit", str(limit),
-            "--metadata", metadata,
+            "--model",
+            "bench-energy-reader",
+            "--tasks",
+            f"aqua_{TRACK}",
+            "--limit",
+            str(limit),
+            "--metadata",
+            metadata,
         ]
     )
     wall = time.perf_counter() - start
@@ -110,8 +114,14 @@ def main() -> int:
         for items in (360, 1440):  # 90 and 360 clips
             for eager in (False, True):
                 row = measure(args.data_dir, Path(tmp), items, eager)
-                rows.append({"items": items, "clips": items // 4, "audio": "eager" if eager
-                             else "lazy", **row})
+                rows.append(
+                    {
+                        "items": items,
+                        "clips": items // 4,
+                        "audio": "eager" if eager else "lazy",
+                        **row,
+                    }
+                )
     by = {(r["items"], r["audio"]): r for r in rows}
     summary = {
         "rows": rows,
@@ -129,8 +139,10 @@ def main() -> int:
     else:
         print("| items | clips | audio | wall s | max RSS MB |\n|---|---|---|---|---|")
         for r in rows:
-            print(f"| {r['items']} | {r['clips']} | {r['audio']} | {r['wall_s']:.1f} "
-                  f"| {r['max_rss_mb']:.0f} |")
+            print(
+                f"| {r['items']} | {r['clips']} | {r['audio']} | {r['wall_s']:.1f} "
+                f"| {r['max_rss_mb']:.0f} |"
+            )
         for key, value in summary.items():
             if key != "rows":
                 print(f"{key}: {value:.2f}")
