@@ -6,14 +6,28 @@ import sys
 from collections.abc import Sequence
 
 from aqua_tasks.registration import register_all, task_config_dir
+from aqua_tasks.results_table import paper_table
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run lm-eval's command line with our task folder on the include path."""
+    import lm_eval
+    from lm_eval import evaluator
     from lm_eval._cli import HarnessCLI
     from lm_eval.utils import setup_logging
 
     register_all()
+    runs: list[dict] = []
+
+    def evaluate_and_keep(*args: object, **kwargs: object) -> dict | None:
+        results = evaluator.simple_evaluate(*args, **kwargs)
+        if results is not None:
+            runs.append(results)
+        return results
+
+    # lm-eval's CLI fetches `lm_eval.simple_evaluate` at run time and never returns the
+    # results; wrapping it is how we print the paper's table after lm-eval's own.
+    lm_eval.simple_evaluate = evaluate_and_keep
     setup_logging()
     saved_argv = sys.argv
     # lm-eval's parser reads sys.argv itself (it inserts the implicit `run` subcommand there).
@@ -28,6 +42,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.execute(args)
     finally:
         sys.argv = saved_argv
+        del lm_eval.simple_evaluate
+    for results in runs:
+        table = paper_table(results)
+        if table:
+            print(f"\nAQUA-Bench (paper layout, %):\n{table}")
     return 0
 
 

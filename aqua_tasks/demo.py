@@ -17,6 +17,7 @@ import soundfile as sf
 
 from aqua_tasks.audio import canonical_relpath
 from aqua_tasks.data import REJECTION_STRINGS, TRACK_FILE_STEMS, TRACKS
+from aqua_tasks.results_table import aqua_rows
 from aqua_tasks.scoring import format_table
 
 DEMO_CLASSES: dict[str, tuple[str, ...]] = {
@@ -139,12 +140,9 @@ def run_demo(out: Path, clips_per_class: int = 2, models: Sequence[str] = DEMO_M
     results = {}
     for model in models:
         output = simple_evaluate(model=model, tasks=["aqua"], task_manager=manager)
-        per_task = {
-            task: {k.split(",")[0]: v for k, v in metrics.items() if "_stderr," not in k}
-            for task, metrics in output["results"].items()
-        }
-        results[model] = {name.removeprefix("aqua_"): per_task[name] for name in TASK_ORDER}
-        results[model][GROUP_ROW] = per_task["aqua"]
+        rows = aqua_rows(output)
+        results[model] = {name.removeprefix("aqua_"): rows[name] for name in TASK_ORDER}
+        results[model][GROUP_ROW] = rows["aqua"]
     return results
 
 

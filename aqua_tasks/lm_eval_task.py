@@ -10,7 +10,7 @@ from lm_eval.api.task import ConfigurableTask
 
 from aqua_tasks.audio import AudioFileError, AudioRoots, LazyAudio, probe_audio, resolve_audio
 from aqua_tasks.data import AquaItem, check_track, check_variant, load_items
-from aqua_tasks.extract import get_extractor_name
+from aqua_tasks.extract import EXTRACTOR_VERSIONS, get_extractor_name
 from aqua_tasks.scoring import ALL_METRICS, metric_value, score_reply, summarize
 
 logger = logging.getLogger(__name__)
@@ -69,6 +69,7 @@ def item_to_doc(
         "audio_path": audio_path,
         "audio_error": audio_error,
         "extractor": extractor,
+        "extractor_version": EXTRACTOR_VERSIONS[extractor],
         "exclude_defective": exclude_defective,
     }
 

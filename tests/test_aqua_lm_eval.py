@@ -203,6 +203,8 @@ def test_samples_without_a_clips_solvable_item_are_counted_and_chat_template_wor
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     m = metrics_of(results_of(tmp_path), "aqua_animal")
+    assert "AQUA-Bench (paper layout, %)" in proc.stdout
+    assert "| aqua_animal | 0.0 | — | — | — | 1 | 0 | 0 | 0 | 0.0 |" in proc.stdout
     assert m["n_unconditioned"] == 3  # items 5, 6, 7 lack Solvable item 4
     assert m["acc_aad"] == 1.0 and m["acc_iaqd"] == 1.0
     # The last option of Solvable item 0 is a real class, not its gold.
