@@ -24,16 +24,16 @@ def _write(tmp_path, name, payload) -> str:
 
 
 def test_missing_data_dir_names_the_setting_and_where_to_get_the_files(tmp_path):
-    with pytest.raises(AquaDataError, match="no data_dir given.*authors' public repository"):
+    with pytest.raises(AquaDataError, match=r"no data_dir given.*authors' public repository"):
         track_file(None, "animal")
     with pytest.raises(AquaDataError, match=r"AQUA-Bench-Vocal-Sounds-Track\.json not found"):
         track_file(tmp_path, "vocal")
 
 
 def test_unknown_track_and_extractor_list_the_valid_choices(released_dir):
-    with pytest.raises(AquaDataError, match="unknown track 'speech'.*animal, music, vocal"):
+    with pytest.raises(AquaDataError, match=r"unknown track 'speech'.*animal, music, vocal"):
         load_items(released_dir, "speech")
-    with pytest.raises(ValueError, match="mmau.*official"):
+    with pytest.raises(ValueError, match=r"mmau.*official"):
         get_extractor_name("bogus")
     with pytest.raises(ValueError, match="bogus"):
         build_docs("animal", data_dir=str(released_dir), extractor="bogus")
