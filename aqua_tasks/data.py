@@ -215,8 +215,33 @@ def load_items(data_dir: str | Path, track: str, variant: str = "main") -> list[
     return parse_items(load_json_file(path), track=track, variant=variant, source=str(path))
 
 
-def detect_variant(options_lists: Sequence[Sequence[str]]) -> str:
-    """Guess the design from the rejection strings present in the options (main if unsure)."""
+# Task names: main tracks are aqua_<track>; ablations sit outside the 'aqua_*' glob.
+TASK_NAME_PREFIXES: dict[tuple[str, str], str] = {
+    ("main", "plain"): "aqua_",
+    ("option_design1", "plain"): "aqua-design1_",
+    ("option_design2", "plain"): "aqua-design2_",
+    ("uncertainty", "plain"): "aqua-hint_",
+    ("main", "cot"): "aqua-cot_",
+}
+
+
+def task_name(track: str, variant: str = "main", prompt_style: str = "plain") -> str:
+    """The lm-eval task that evaluates a track in a variant and prompt style."""
+    check_track(track)
+    try:
+        return TASK_NAME_PREFIXES[(variant, prompt_style)] + track
+    except KeyError:
+        raise AquaDataError(
+            f"no task for variant {variant!r} with prompt {prompt_style!r}"
+        ) from None
+
+
+def detect_variant(options_lists: Sequence[Sequence[str]], name: str = "") -> str:
+    """Guess the design from a file name, else from the rejection strings (main if unsure)."""
+    lowered = name.lower()
+    for variant, suffix in VARIANT_SUFFIXES.items():
+        if suffix and suffix.lower() + ".json" in lowered:
+            return variant
     present = {o for options in options_lists for o in options}
     for variant in ("option_design1", "option_design2"):
         if any(s in present for s in REJECTION_STRINGS[variant]):

@@ -9,13 +9,14 @@ import datasets
 from lm_eval.api.task import ConfigurableTask
 
 from aqua_tasks.audio import AudioFileError, AudioRoots, LazyAudio, probe_audio, resolve_audio
-from aqua_tasks.data import AquaItem, check_track, check_variant, load_items
-from aqua_tasks.extract import EXTRACTOR_VERSIONS, get_extractor_name
+from aqua_tasks.data import AquaItem, check_track, check_variant, load_items, track_file
+from aqua_tasks.extract import get_extractor_name
+from aqua_tasks.manifest import MANIFEST_FIELDS, run_manifest
+from aqua_tasks.prompts import check_prompt_style, render_prompt
 from aqua_tasks.scoring import ALL_METRICS, metric_value, score_reply, summarize
 
 logger = logging.getLogger(__name__)
 
-AUDIO_PLACEHOLDER = "<audio>"
 TRUE_STRINGS = frozenset({"1", "true", "yes", "on"})
 
 
@@ -47,12 +48,18 @@ class AquaTask(ConfigurableTask):
                 config.get("task"),
             )
         super().__init__(config=config, **kwargs)
+        # Recorded in lm-eval's results ("configs" -> metadata), also under plain lm_eval.
+        first = self.dataset["test"][0] if len(self.dataset["test"]) else {}
+        self.config.metadata = dict(self.config.metadata or {}) | {
+            "aqua_manifest": {key: first.get(key) for key in MANIFEST_FIELDS}
+        }
 
 
-def item_to_doc(
-    item: AquaItem, *, audio_path: str, audio_error: str, extractor: str, exclude_defective: bool
-) -> dict:
-    """Flatten an item into the doc lm-eval stores: plain strings, no audio samples."""
+def item_to_doc(item: AquaItem, *, audio_path: str, audio_error: str, run: Mapping) -> dict:
+    """Flatten an item into the doc lm-eval stores: plain strings, no audio samples.
+
+    `run` holds what every item of the run shares: the manifest, extractor, exclusion flag.
+    """
     return {
         "id": item.id,
         "track": item.track,
@@ -68,9 +75,7 @@ def item_to_doc(
         "flags": list(item.flags),
         "audio_path": audio_path,
         "audio_error": audio_error,
-        "extractor": extractor,
-        "extractor_version": EXTRACTOR_VERSIONS[extractor],
-        "exclude_defective": exclude_defective,
+        **run,
     }
 
 
@@ -97,6 +102,7 @@ def build_docs(
     variant: str = "main",
     *,
     data_dir: str | None = None,
+    prompt_style: str = "plain",
     extractor: str = "mmau",
     exclude_defective: object = False,
     settings: Mapping | None = None,
@@ -104,7 +110,15 @@ def build_docs(
     """Docs of one track: validated items with their audio resolved (not decoded)."""
     check_track(track)
     check_variant(variant)
+    check_prompt_style(prompt_style)
     extractor = get_extractor_name(extractor)
+    run = run_manifest(
+        data_file=track_file(data_dir, track, variant),
+        track=track,
+        variant=variant,
+        prompt_style=prompt_style,
+        extractor=extractor,
+    ) | {"exclude_defective": _flag(exclude_defective)}
     settings = settings or {}
     with_audio = audio_enabled(settings)
     roots = AudioRoots.from_settings(settings)
@@ -125,8 +139,7 @@ def build_docs(
                 item,
                 audio_path=audio_path,
                 audio_error=audio_error,
-                extractor=extractor,
-                exclude_defective=_flag(exclude_defective),
+                run=run,
             )
         )
     return docs
@@ -138,6 +151,7 @@ def load_dataset(**kwargs: object) -> datasets.DatasetDict:
         str(kwargs.get("track")),
         str(kwargs.get("variant") or "main"),
         data_dir=kwargs.get("data_dir"),  # type: ignore[arg-type]
+        prompt_style=str(kwargs.get("prompt") or "plain"),
         extractor=str(kwargs.get("extractor") or "mmau"),
         exclude_defective=kwargs.get("exclude_defective", False),
         settings=kwargs,
@@ -154,7 +168,7 @@ def load_dataset(**kwargs: object) -> datasets.DatasetDict:
 
 def doc_to_text(doc: Mapping) -> str:
     """The released prompt (stem, inline options, guidance) after the audio placeholder."""
-    return f"{AUDIO_PLACEHOLDER}\n{doc['question']}"
+    return render_prompt(doc)
 
 
 def doc_to_target(doc: Mapping) -> str:

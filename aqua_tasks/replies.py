@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aqua_tasks.data import (
@@ -14,10 +14,10 @@ from aqua_tasks.data import (
     detect_variant,
     load_json_file,
     parse_item,
+    task_name,
 )
 from aqua_tasks.lm_eval_task import doc_to_item
-
-TASK_PREFIX = "aqua_"
+from aqua_tasks.manifest import MANIFEST_FIELDS
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class SavedReply:
     source: str
     extractor: str | None = None
     exclude_defective: bool = False
+    manifest: Mapping[str, str] = field(default_factory=dict)
 
 
 def _reply_text(value: object, where: str) -> str:
@@ -52,7 +53,9 @@ def read_authors_results(path: Path, track: str | None = None) -> list[SavedRepl
         raise AquaDataError(
             f"{path}: cannot tell the track from the file name or audio paths; pass --track"
         )
-    variant = detect_variant([e.get("options", []) for e in entries if isinstance(e, dict)])
+    variant = detect_variant(
+        [e.get("options", []) for e in entries if isinstance(e, dict)], path.name
+    )
     replies = []
     seen: set[int] = set()
     for index, entry in enumerate(entries):
@@ -65,7 +68,7 @@ def read_authors_results(path: Path, track: str | None = None) -> list[SavedRepl
         seen.add(item.id)
         replies.append(
             SavedReply(
-                task=f"{TASK_PREFIX}{track}",
+                task=task_name(track, variant),
                 item=item,
                 reply=_reply_text(entry["response"], where),
                 source=where,
@@ -105,12 +108,14 @@ def read_samples_file(path: Path) -> list[SavedReply]:
                 raise AquaDataError(f"{where}: malformed AQUA doc ({error})") from None
             replies.append(
                 SavedReply(
-                    task=_task_from_samples_name(path.name) or f"{TASK_PREFIX}{item.track}",
+                    task=_task_from_samples_name(path.name)
+                    or task_name(item.track, item.variant, doc.get("prompt_style") or "plain"),
                     item=item,
                     reply=_sample_reply(sample, where),
                     source=where,
                     extractor=doc.get("extractor"),
                     exclude_defective=bool(doc.get("exclude_defective")),
+                    manifest={k: doc[k] for k in MANIFEST_FIELDS if k in doc},
                 )
             )
     return replies

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 
 from aqua_tasks.scoring import format_table
 
-TASK_PREFIX = "aqua_"
+# Main tasks are aqua_<track>; ablations aqua-<variant>_<track> (outside the 'aqua_*' glob).
+TASK_PREFIXES = ("aqua_", "aqua-")
 GROUP = "aqua"
 
 
@@ -14,7 +15,7 @@ def aqua_rows(results: Mapping) -> dict[str, dict[str, float]]:
     """Metrics per AQUA task (and the `aqua` group, last) from an lm-eval results dict."""
     rows: dict[str, dict[str, float]] = {}
     per_task = results.get("results", {})
-    names = sorted(n for n in per_task if n.startswith(TASK_PREFIX))
+    names = sorted(n for n in per_task if n.startswith(TASK_PREFIXES))
     if GROUP in per_task:
         names.append(GROUP)
     for name in names:
