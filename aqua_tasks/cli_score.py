@@ -11,6 +11,7 @@ from pathlib import Path
 
 from aqua_tasks.data import TRACKS, AquaDataError
 from aqua_tasks.extract import EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
+from aqua_tasks.intervals import metric_intervals, wilson_interval
 from aqua_tasks.replies import SavedReply, iter_tasks, read_replies
 from aqua_tasks.scoring import Verdict, format_table, metric_value, score_reply, summarize
 
@@ -43,6 +44,22 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="leave out items flagged as defective in the release (counts are reported)",
     )
+    parser.add_argument(
+        "--condition-on",
+        type=Path,
+        metavar="RUN",
+        help="condition CA on the Solvable answers of another run (e.g. CoT CA on the plain "
+        "run, the paper's Table 1 layout); default: this run's own Solvable answers",
+    )
+    parser.add_argument(
+        "--breakdown",
+        choices=("subtype", "class"),
+        help="also report accuracy per item type and subtype, or per true class",
+    )
+    parser.add_argument(
+        "--n-boot", type=int, default=2000, help="bootstrap resamples for CA intervals"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the CA bootstrap")
     parser.add_argument("--per-item", type=Path, help="write one JSON row per item here")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     return parser
@@ -63,8 +80,52 @@ def score_replies(
     ]
 
 
-def _json_safe(summary: dict[str, float]) -> dict[str, float | None]:
-    return {k: (None if math.isnan(v) else v) for k, v in summary.items()}
+def condition_map(replies: Sequence[SavedReply], extractor: str | None) -> dict[str, dict]:
+    """Per track: clip -> whether the (other) run answered the clip's Solvable item right."""
+    solvable = [r for r in replies if r.item.type == "Solvable"]
+    verdicts = score_replies(solvable, extractor=extractor, exclude_defective=False)
+    by_track: dict[str, dict] = {}
+    for reply, verdict in zip(solvable, verdicts, strict=True):
+        by_track.setdefault(reply.item.track, {})[verdict.clip] = verdict.correct
+    return by_track
+
+
+def breakdown(replies: Sequence[SavedReply], verdicts: Sequence[Verdict], by: str) -> list[dict]:
+    """Accuracy with a Wilson interval per (type, subtype) or (type, true class)."""
+    cells: dict[tuple[str, str], list[bool]] = {}
+    for reply, verdict in zip(replies, verdicts, strict=True):
+        if verdict.excluded:
+            continue
+        group = reply.item.subtype if by == "subtype" else reply.item.true_class
+        cells.setdefault((verdict.type, group or "—"), []).append(verdict.correct)
+    rows = []
+    for (item_type, group), flags in sorted(cells.items()):
+        low, high = wilson_interval(sum(flags), len(flags))
+        rows.append(
+            {
+                "type": item_type,
+                by: group,
+                "n": len(flags),
+                "acc": sum(flags) / len(flags),
+                "ci95": [low, high],
+            }
+        )
+    return rows
+
+
+def _json_safe(value: object) -> object:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _fail(message: str) -> int:
+    print(f"aqua-score: error: {message}", file=sys.stderr)
+    return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -72,19 +133,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         replies = read_replies(args.results, track=args.track)
+        conditions = (
+            condition_map(read_replies(args.condition_on), args.extractor)
+            if args.condition_on
+            else None
+        )
     except (AquaDataError, OSError) as error:
-        print(f"aqua-score: error: {error}", file=sys.stderr)
-        return 2
+        return _fail(str(error))
     per_task: dict[str, dict[str, float]] = {}
+    intervals: dict[str, dict[str, tuple[float, float]]] = {}
     extractors: dict[str, str] = {}
+    breakdowns: dict[str, list[dict]] = {}
     rows: list[dict] = []
     for task, task_replies in iter_tasks(replies):
         verdicts = score_replies(
             task_replies, extractor=args.extractor, exclude_defective=args.exclude_defective
         )
-        per_task[task] = summarize(metric_value(v) for v in verdicts)
+        values = [metric_value(v) for v in verdicts]
+        condition = None
+        if conditions is not None:
+            track = task_replies[0].item.track
+            if track not in conditions:
+                return _fail(f"--condition-on {args.condition_on} has no {track} Solvable items")
+            condition = conditions[track]
+        per_task[task] = summarize(values, condition)
+        intervals[task] = metric_intervals(
+            values, condition=condition, n_boot=args.n_boot, seed=args.seed
+        )
         extractors[task] = ",".join(sorted({v.extractor for v in verdicts}))
-        rows.extend({"task": task, **v.to_record()} for v in verdicts)
+        if args.breakdown:
+            breakdowns[task] = breakdown(task_replies, verdicts, args.breakdown)
+        rows.extend(
+            {"task": task, **v.to_record(), "manifest": dict(r.manifest)}
+            for r, v in zip(task_replies, verdicts, strict=True)
+        )
     if args.per_item:
         args.per_item.parent.mkdir(parents=True, exist_ok=True)
         with args.per_item.open("w", encoding="utf-8") as handle:
@@ -92,25 +174,44 @@ def main(argv: Sequence[str] | None = None) -> int:
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     if args.json:
         payload = {
-            "results": {task: _json_safe(m) for task, m in per_task.items()},
+            "results": per_task,
+            "intervals": {"level": 0.95, "seed": args.seed, "n_boot": args.n_boot, **intervals},
             "extractor": extractors,
             "extractor_versions": EXTRACTOR_VERSIONS,
+            "conditioned_on": str(args.condition_on) if args.condition_on else None,
             "source": str(args.results),
         }
-        print(json.dumps(payload, indent=2))
-    else:
-        print(format_table(per_task))
-        print(
-            "\nOri = Solvable accuracy; AAD/IASD/IAQD = conditional accuracy over the clips "
-            "whose Solvable item was answered correctly (n = clips)."
+        if args.breakdown:
+            payload["breakdown"] = breakdowns
+        print(json.dumps(_json_safe(payload), indent=2))
+        return 0
+    print(format_table(per_task, intervals=intervals))
+    print(
+        "\nOri = Solvable accuracy; AAD/IASD/IAQD = conditional accuracy over the clips "
+        + (
+            f"whose Solvable item was answered correctly in {args.condition_on}"
+            if args.condition_on
+            else "whose Solvable item was answered correctly"
         )
-        for task, m in per_task.items():
-            notes = [f"extractor {extractors[task]}"]
-            if m["n_unconditioned"]:
-                notes.append(f"{int(m['n_unconditioned'])} items lack their clip's Solvable item")
-            if m["n_excluded"]:
-                notes.append(f"{int(m['n_excluded'])} defective items excluded")
-            print(f"{task}: {'; '.join(notes)}")
+        + " (n = clips). Brackets: 95 % intervals (Wilson; CA: clip bootstrap, "
+        + f"seed {args.seed})."
+    )
+    for task, m in per_task.items():
+        notes = [f"extractor {extractors[task]}"]
+        if m["n_unconditioned"]:
+            notes.append(f"{int(m['n_unconditioned'])} items lack their clip's Solvable item")
+        if m["n_excluded"]:
+            notes.append(f"{int(m['n_excluded'])} defective items excluded")
+        print(f"{task}: {'; '.join(notes)}")
+    for task, cells in breakdowns.items():
+        print(f"\n{task} by {args.breakdown}:\n| type | {args.breakdown} | n | acc | 95 % CI |")
+        print("|---|---|---|---|---|")
+        for c in cells:
+            low, high = c["ci95"]
+            print(
+                f"| {c['type']} | {c[args.breakdown]} | {c['n']} | {100 * c['acc']:.1f} "
+                f"| {100 * low:.1f}–{100 * high:.1f} |"
+            )
     return 0
 
 

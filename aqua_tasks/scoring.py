@@ -99,16 +99,24 @@ def _mean(values: list[bool]) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
-def summarize(values: Iterable[Mapping]) -> dict[str, float]:
-    """All AQUA metrics from per-item values (see `metric_value`); NaN where a rate is undefined."""
+def summarize(
+    values: Iterable[Mapping], condition: Mapping[str, bool] | None = None
+) -> dict[str, float]:
+    """All AQUA metrics from per-item values (see `metric_value`); NaN where a rate is undefined.
+
+    `condition` maps clips to the correctness of *another* run's Solvable answer (e.g. CA of
+    a chain-of-thought run conditioned on the plain run, the paper's Table 1 layout); by
+    default a run conditions on its own Solvable answers.
+    """
     rows = list(values)
     kept = [r for r in rows if not r["excluded"]]
-    solvable = {r["clip"]: bool(r["correct"]) for r in kept if r["type"] == "Solvable"}
+    own = {r["clip"]: bool(r["correct"]) for r in kept if r["type"] == "Solvable"}
+    solvable = own if condition is None else dict(condition)
     summary: dict[str, float] = {
-        "acc": _mean([bool(r["correct"]) for r in kept if r["type"] == "Solvable"]),
+        "acc": _mean(list(own.values())),
         "unparsed_rate": _mean([not r["parsed"] for r in kept]),
         "n_items": float(len(kept)),
-        "n_solvable": float(len(solvable)),
+        "n_solvable": float(len(own)),
         "n_excluded": float(len(rows) - len(kept)),
         "n_unconditioned": float(
             sum(1 for r in kept if r["type"] != "Solvable" and r["clip"] not in solvable)
@@ -128,8 +136,16 @@ def summarize(values: Iterable[Mapping]) -> dict[str, float]:
     return summary
 
 
-def format_table(rows: Mapping[str, Mapping[str, float]], *, percent: bool = True) -> str:
-    """Markdown table in the paper's layout: per track Ori (acc) and the three CAs, with n."""
+def format_table(
+    rows: Mapping[str, Mapping[str, float]],
+    *,
+    intervals: Mapping[str, Mapping[str, tuple[float, float]]] | None = None,
+    percent: bool = True,
+) -> str:
+    """Markdown table in the paper's layout: per track Ori (acc) and the three CAs, with n.
+
+    With `intervals` (per row, per metric) each rate shows its 95 % interval in brackets.
+    """
     header = (
         "| track | Ori | AAD | IASD | IAQD | n Ori | n AAD | n IASD | n IAQD | unparsed |\n"
         "|---|---|---|---|---|---|---|---|---|---|"
@@ -137,15 +153,22 @@ def format_table(rows: Mapping[str, Mapping[str, float]], *, percent: bool = Tru
     lines = [header]
     scale = 100.0 if percent else 1.0
 
-    def cell(value: float) -> str:
+    def number(value: float | None) -> str:
         return "—" if value is None or math.isnan(value) else f"{value * scale:.1f}"
 
+    def cell(name: str, metric: str) -> str:
+        text = number(rows[name].get(metric, math.nan))
+        low, high = (intervals or {}).get(name, {}).get(metric, (math.nan, math.nan))
+        if text == "—" or math.isnan(low):
+            return text
+        return f"{text} [{number(low)}, {number(high)}]"
+
     for name, m in rows.items():
-        rates = [cell(m.get(k, math.nan)) for k in ("acc", "ca_aad", "ca_iasd", "ca_iaqd")]
+        rates = [cell(name, k) for k in ("acc", "ca_aad", "ca_iasd", "ca_iaqd")]
         counts = [
             _count(m.get(k, math.nan)) for k in ("n_solvable", "n_ca_aad", "n_ca_iasd", "n_ca_iaqd")
         ]
-        cells = [name, *rates, *counts, cell(m.get("unparsed_rate", math.nan))]
+        cells = [name, *rates, *counts, number(m.get("unparsed_rate", math.nan))]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
