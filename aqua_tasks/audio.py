@@ -207,11 +207,17 @@ def load_audio(
         data, rate = sf.read(source, dtype="float32", always_2d=True)
     except (sf.SoundFileError, OSError) as error:
         raise _unreadable(name, error) from None
-    mono = data.mean(axis=1, dtype=np.float32)
-    if rate != target_sr and mono.size:
+    return resample(data.mean(axis=1, dtype=np.float32), rate, target_sr)
+
+
+def resample(wave: np.ndarray, rate: int, target_sr: int = TARGET_SAMPLING_RATE) -> np.ndarray:
+    """A mono waveform at `rate` Hz as contiguous float32 at `target_sr` Hz."""
+    if not isinstance(rate, int) or rate <= 0:
+        raise ValueError(f"rate must be a positive integer, got {rate!r}")
+    if rate != target_sr and wave.size:
         divisor = gcd(rate, target_sr)
-        mono = resample_poly(mono, target_sr // divisor, rate // divisor)
-    return np.ascontiguousarray(mono, dtype=np.float32)
+        wave = resample_poly(wave, target_sr // divisor, rate // divisor)
+    return np.ascontiguousarray(wave, dtype=np.float32)
 
 
 class LazyAudio(Mapping[str, Any]):

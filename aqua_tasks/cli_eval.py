@@ -8,6 +8,10 @@ from collections.abc import Sequence
 from aqua_tasks.registration import register_all, task_config_dir
 from aqua_tasks.results_table import paper_table
 
+# lm-eval 0.4.13's own audio model cannot run (broken registry name, transformers 5, CUDA only).
+MODEL_ALIASES = {"hf-audiolm-qwen": "aqua-audiolm"}
+ALIAS_REASON = "lm-eval 0.4.13's own hf-audiolm-qwen is broken; see docs/audio_lm.md"
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run lm-eval's command line with our task folder on the include path."""
@@ -35,6 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = HarnessCLI()
         args = parser.parse_args()
+        if getattr(args, "model", None) in MODEL_ALIASES:
+            ours = MODEL_ALIASES[args.model]
+            print(f"aqua-eval: --model {args.model} runs {ours} ({ALIAS_REASON})", file=sys.stderr)
+            args.model = ours
         if hasattr(args, "include_path"):
             # The CLI accepts one folder; lm-eval's TaskManager accepts a list, ours first.
             extra = args.include_path

@@ -9,6 +9,7 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.model import LM
 from tqdm import tqdm
 
+from aqua_tasks.audio_lm import AudioLM
 from aqua_tasks.replies import read_replies
 
 
@@ -136,4 +137,5 @@ MODELS: dict[str, type[LM]] = {
     "aqua-always-reject": AlwaysRejectLM,
     "aqua-random": RandomOptionLM,
     "aqua-first-option": FirstOptionLM,
+    "aqua-audiolm": AudioLM,
 }
