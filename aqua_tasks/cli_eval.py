@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from aqua_tasks.registration import register_all, task_config_dir
 from aqua_tasks.results_table import paper_table
+from orca_judge.lm_eval_metric import OrcaMetricError, judge_failures, output_beside
 
 # lm-eval 0.4.13's own audio model cannot run (broken registry name, transformers 5, CUDA only).
 MODEL_ALIASES = {"hf-audiolm-qwen": "aqua-audiolm"}
@@ -24,6 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs: list[dict] = []
 
     def evaluate_and_keep(*args: object, **kwargs: object) -> dict | None:
+        output_beside(kwargs.get("evaluation_tracker"))
         results = evaluator.simple_evaluate(*args, **kwargs)
         if results is not None:
             runs.append(results)
@@ -48,14 +50,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             extra = args.include_path
             args.include_path = [str(task_config_dir())] + ([extra] if extra else [])
         parser.execute(args)
+    except OrcaMetricError as err:
+        print(f"aqua-eval: error: {err}", file=sys.stderr)
+        return 2
     finally:
         sys.argv = saved_argv
         del lm_eval.simple_evaluate
+        output_beside(None)
     for results in runs:
         table = paper_table(results)
         if table:
             print(f"\nAQUA-Bench (paper layout, %):\n{table}")
-    return 0
+    failures = judge_failures()
+    for message in failures:
+        print(f"aqua-eval: error: {message}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ def task_config_dir() -> Path:
 
 
 def register_all() -> None:
-    """Register the AQUA model classes; safe to call any number of times."""
+    """Register the AQUA and ORCA models and metric `orca`; safe to call any number of times."""
     # lm-eval fills its model registry lazily only while it is empty: import its own models
     # first, or registering ours would hide `hf`, `vllm`, `dummy`, ...
     import lm_eval.api.metrics
@@ -20,7 +20,11 @@ def register_all() -> None:
     from lm_eval.api.registry import model_registry, register_model
 
     from aqua_tasks.models import MODELS
+    from orca_judge.lm_eval_hook import install
+    from orca_judge.lm_eval_human import OrcaReplayLM
 
-    for name, cls in MODELS.items():
+    for name, cls in {**MODELS, "orca-replay": OrcaReplayLM}.items():
         if model_registry.get(name, None) is not cls:
             register_model(name)(cls)
+    # Metric `orca`, and its settings checked and judge loaded before any generation.
+    install()

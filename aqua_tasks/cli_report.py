@@ -1,0 +1,138 @@
+"""`aqua-report`: the paper's table (Markdown, CSV) and a chart from AQUA runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from aqua_tasks.report import (
+    PlottingUnavailable,
+    RunReadError,
+    build_table,
+    calibration_markdown,
+    load_calibration,
+    load_run,
+    plot_calibration,
+    to_markdown,
+    write_report,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line options of aqua-report."""
+    parser = argparse.ArgumentParser(
+        prog="aqua-report",
+        description=(
+            "Results table in the AQUA-Bench paper's layout (models × tracks × Ori/AAD/IASD/IAQD, "
+            "with n per cell and the unparsed rate) as Markdown and CSV, and a PNG chart. "
+            "Each RUN is an lm-eval --output_path folder of aqua_* tasks (the newest "
+            "results_*.json in it is used and named), a results_*.json file, or the output of "
+            "aqua-score --json."
+        ),
+    )
+    parser.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="run folder or file")
+    parser.add_argument(
+        "--out", type=Path, default=Path("aqua-report"), help="output folder (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--label",
+        action="append",
+        metavar="NAME",
+        help="row label per RUN, in order (repeat; default: from the run's model_args)",
+    )
+    parser.add_argument(
+        "--paper",
+        action="store_true",
+        help="add the paper's published Table 1 rows, marked '(published)'",
+    )
+    parser.add_argument("--no-chart", action="store_true", help="write no PNG (no matplotlib)")
+    parser.add_argument(
+        "--orca-predictions",
+        type=Path,
+        metavar="PRED.jsonl",
+        help="orca-score --output file: also draw the judge's calibration against human ratings",
+    )
+    parser.add_argument(
+        "--orca-items",
+        type=Path,
+        metavar="ITEMS.jsonl",
+        help="the rated items the ORCA predictions were scored on (with 'ratings')",
+    )
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    return parser
+
+
+def _fail(message: str) -> int:
+    print(f"aqua-report: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _json_value(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: 0 on success, 1 when the chart cannot be drawn, 2 on bad input."""
+    args = build_parser().parse_args(argv)
+    if not args.runs and not args.orca_predictions:
+        return _fail("give at least one RUN (or --orca-predictions with --orca-items)")
+    if bool(args.orca_predictions) != bool(args.orca_items):
+        return _fail("--orca-predictions and --orca-items go together")
+    if args.label and len(args.label) != len(args.runs):
+        return _fail(f"got {len(args.label)} --label for {len(args.runs)} runs; give one per run")
+    written: dict[str, Path] = {}
+    payload: dict[str, object] = {}
+    try:
+        if args.runs:
+            table = build_table(
+                [load_run(run) for run in args.runs], labels=args.label, published=args.paper
+            )
+            written = write_report(table, args.out, chart=not args.no_chart)
+            payload["rows"] = [
+                {
+                    "label": row.label,
+                    "published": row.published,
+                    "cells": {
+                        t: {k: {"value": _json_value(c.value), "n": c.n} for k, c in cells.items()}
+                        for t, cells in row.cells.items()
+                    },
+                }
+                for row in table.rows
+            ]
+            payload["sources"] = list(table.sources)
+        if args.orca_predictions:
+            calibration = load_calibration(args.orca_predictions, args.orca_items)
+            args.out.mkdir(parents=True, exist_ok=True)
+            written["orca_markdown"] = args.out / "orca_calibration.md"
+            written["orca_markdown"].write_text(calibration_markdown(calibration), "utf-8")
+            payload["orca"] = _json_value(asdict(calibration))
+            if not args.no_chart:
+                written["orca_chart"] = args.out / "orca_calibration.png"
+                plot_calibration(calibration).savefig(written["orca_chart"], dpi=150)
+    except (RunReadError, ValueError) as error:
+        return _fail(str(error))
+    except PlottingUnavailable as error:
+        print(f"aqua-report: error: {error} (or pass --no-chart)", file=sys.stderr)
+        return 1
+    payload["written"] = {k: str(v) for k, v in written.items()}
+    if args.json:
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+    else:
+        if args.runs:
+            print(to_markdown(table))
+        for kind, path in written.items():
+            print(f"wrote {kind}: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
