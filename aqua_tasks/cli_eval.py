@@ -5,8 +5,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from aqua_tasks.audio import AudioFileError
+from aqua_tasks.data import AquaDataError
 from aqua_tasks.registration import register_all, task_config_dir
 from aqua_tasks.results_table import paper_table
+from aqua_tasks.run_settings import check_aqua_metadata, selects_aqua_tasks
 from orca_judge.lm_eval_metric import OrcaMetricError, judge_failures, output_beside
 
 # lm-eval 0.4.13's own audio model cannot run (broken registry name, transformers 5, CUDA only).
@@ -40,7 +43,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.argv = ["aqua-eval", *(sys.argv[1:] if argv is None else argv)]
     try:
         parser = HarnessCLI()
+        parser._parser.prog = "aqua-eval"
+        parser._parser.description = (
+            "lm-eval's command line with the AQUA-Bench tasks (aqua, aqua_*, aqua-*), the "
+            "metric `orca` and the models aqua-audiolm, aqua-replay, aqua-always-reject, "
+            "aqua-random, aqua-first-option and orca-replay available. Flags are lm-eval's."
+        )
         args = parser.parse_args()
+        if getattr(args, "command", None) == "run" and selects_aqua_tasks(args.tasks):
+            check_aqua_metadata(args.metadata)
         if getattr(args, "model", None) in MODEL_ALIASES:
             ours = MODEL_ALIASES[args.model]
             print(f"aqua-eval: --model {args.model} runs {ours} ({ALIAS_REASON})", file=sys.stderr)
@@ -50,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             extra = args.include_path
             args.include_path = [str(task_config_dir())] + ([extra] if extra else [])
         parser.execute(args)
-    except OrcaMetricError as err:
+    except (OrcaMetricError, AquaDataError, AudioFileError) as err:
+        # Bad settings or data are the user's to fix: one line, not a traceback.
         print(f"aqua-eval: error: {err}", file=sys.stderr)
         return 2
     finally:

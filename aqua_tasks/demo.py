@@ -159,7 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.clips_per_class < 1:
         parser.error("--clips-per-class must be at least 1")
-    logging.getLogger("lm_eval").setLevel(logging.WARNING)
+    # The demo's output is the table; lm-eval's progress notes would bury it.
+    logging.getLogger("lm_eval").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory(prefix="aqua-demo-") as tmp:
         out = args.out or Path(tmp)
         results = run_demo(out, args.clips_per_class)

@@ -2,8 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 from importlib.resources import files
 from pathlib import Path
+
+# lm-eval tells every custom_dataset task how to pass --metadata, even when it was passed.
+CUSTOM_DATASET_HINT = "Custom kwargs can be passed to `--metadata`"
+
+
+class _QuietCustomDatasetHint(logging.Filter):
+    """Drops lm-eval's --metadata hint for our own tasks, which always read --metadata."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (CUSTOM_DATASET_HINT in message and message.startswith(("aqua", "orca")))
+
+
+_HINT_FILTER = _QuietCustomDatasetHint()
 
 
 def task_config_dir() -> Path:
@@ -28,3 +43,6 @@ def register_all() -> None:
             register_model(name)(cls)
     # Metric `orca`, and its settings checked and judge loaded before any generation.
     install()
+    task_logger = logging.getLogger("lm_eval.api.task")
+    if _HINT_FILTER not in task_logger.filters:
+        task_logger.addFilter(_HINT_FILTER)

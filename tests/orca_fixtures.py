@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
 import random
+import shutil
 import tempfile
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+# One scratch folder per test session for the cached models, removed when the session ends.
+SCRATCH = Path(tempfile.mkdtemp(prefix="orca-fixtures-"))
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 
 QUALITY_WORDS = {1: "wrong", 2: "poor", 3: "fair", 4: "good", 5: "excellent"}
 SENTENCES = [
@@ -41,7 +47,7 @@ def tiny_tokenizer_dir() -> Path:
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>"
     )
-    out = Path(tempfile.mkdtemp(prefix="orca-tok-"))
+    out = Path(tempfile.mkdtemp(prefix="orca-tok-", dir=SCRATCH))
     fast.save_pretrained(out)
     return out
 
@@ -67,7 +73,7 @@ def tiny_llama_dir() -> Path:
         eos_token_id=tok.eos_token_id,
     )
     model = LlamaForCausalLM(config)
-    out = Path(tempfile.mkdtemp(prefix="orca-llama-"))
+    out = Path(tempfile.mkdtemp(prefix="orca-llama-", dir=SCRATCH))
     model.save_pretrained(out)
     tok.save_pretrained(out)
     return out
@@ -91,7 +97,7 @@ def tiny_bert_dir() -> Path:
         max_position_embeddings=512,
         pad_token_id=tok.pad_token_id,
     )
-    out = Path(tempfile.mkdtemp(prefix="orca-bert-"))
+    out = Path(tempfile.mkdtemp(prefix="orca-bert-", dir=SCRATCH))
     BertModel(config).save_pretrained(out)
     tok.save_pretrained(out)
     return out
@@ -149,7 +155,7 @@ def tiny_trained_checkpoint() -> Path:
     from orca_judge.data import load_items
     from orca_judge.train import train
 
-    out = Path(tempfile.mkdtemp(prefix="orca-ckpt-")) / "judge"
+    out = Path(tempfile.mkdtemp(prefix="orca-ckpt-", dir=SCRATCH)) / "judge"
     train(
         tiny_config(),
         load_items(synthetic_items(64, 1, "tr")),

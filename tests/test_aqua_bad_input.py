@@ -107,3 +107,21 @@ def test_odd_replies_are_scored_or_counted_unparsed_never_crash(released_dir, re
         assert value["parsed"] is False and value["correct"] is False
     else:
         assert value["correct"] is True, value["reason"]
+
+
+def test_aqua_eval_settings_are_checked_before_lm_eval_starts(released_dir, tmp_path):
+    from aqua_tasks.run_settings import check_aqua_metadata, selects_aqua_tasks
+
+    data = str(released_dir)
+    assert selects_aqua_tasks(["aqua_*"]) and selects_aqua_tasks("hellaswag,aqua")
+    assert not selects_aqua_tasks(["hellaswag"])
+    with pytest.raises(AquaDataError, match="unknown --metadata key 'datadir'; did you mean"):
+        check_aqua_metadata({"datadir": data})
+    with pytest.raises(AquaDataError, match=r"no audio_root given.*\"audio\": false"):
+        check_aqua_metadata({"data_dir": data})
+    with pytest.raises(AquaDataError, match="extractor.*mmau"):
+        check_aqua_metadata({"data_dir": data, "audio": False, "extractor": "bogus"})
+    with pytest.raises(AquaDataError, match="is not a directory"):
+        check_aqua_metadata({"data_dir": str(tmp_path / "nope"), "audio": False})
+    check_aqua_metadata({"data_dir": data, "audio": False, "max_seq_lengths": [4096]})
+    check_aqua_metadata({"data_dir": data, "vocal_audio_root": str(tmp_path)})
