@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -15,10 +16,27 @@ from tqdm import tqdm
 from aqua_tasks.cli_score import score_replies
 from aqua_tasks.data import AquaDataError
 from aqua_tasks.lm_eval_task import audio_enabled
-from aqua_tasks.regress import MIN_CA_CLIPS, MetricComparison, compare_task, judge
-from aqua_tasks.replies import SavedReply, iter_tasks, read_replies
+from aqua_tasks.regress import (
+    JUDGE_METRIC,
+    MIN_CA_CLIPS,
+    MIN_JUDGE_UNITS,
+    MetricComparison,
+    compare_judge,
+    compare_task,
+    judge,
+)
+from aqua_tasks.replies import (
+    SavedReply,
+    find_reply_files,
+    iter_tasks,
+    read_authors_results,
+    read_samples_file,
+    task_from_samples_name,
+)
 from aqua_tasks.report import RunReadError, newest_results_file, read_json, run_label
 from aqua_tasks.scoring import metric_value
+from aqua_tasks.serialize import json_safe
+from orca_judge.lm_eval_results import JudgeResults, JudgeResultsError, find_judge_results
 
 EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 1, 2
 # Manifest fields that must match; package_version and the file name may differ.
@@ -43,6 +61,9 @@ METRIC_NAMES = {
     "joint_iaqd": "joint IAQD",
     "unparsed_rate": "unparsed",
 }
+# Judge inputs that must agree item by item for judge scores to be comparable (the
+# candidate's reply is what is compared).
+JUDGE_INPUTS = ("question", "reference", "rationale", "transcript", "ratings")
 SCORE_CHUNK = 500
 
 
@@ -57,13 +78,20 @@ class SampleRecord:
 
 @dataclass(frozen=True)
 class Run:
-    """A run's replies with what is needed to tell whether two runs are comparable."""
+    """A run's replies with what is needed to tell whether two runs are comparable.
+
+    `samples` holds AQUA items by (task, item id) and other tasks' docs by (task, doc_id);
+    `judges` the ORCA per-item results by (task, filter); `judge_meta` what the results
+    file records about each task's judge (`metadata.orca_inputs`).
+    """
 
     path: Path
     label: str
     replies: list[SavedReply]
     samples: dict[tuple[str, int], SampleRecord]
     audio: dict[str, bool]
+    judges: dict[tuple[str, str], JudgeResults] = dataclasses.field(default_factory=dict)
+    judge_meta: dict[str, Mapping] = dataclasses.field(default_factory=dict)
 
 
 def _sample_records(replies: Sequence[SavedReply]) -> dict[tuple[str, int], SampleRecord]:
@@ -85,10 +113,69 @@ def _sample_records(replies: Sequence[SavedReply]) -> dict[tuple[str, int], Samp
     return records
 
 
+def _is_aqua_samples(file: Path) -> bool:
+    # Decided by the first sample; anything unreadable is left to read_samples_file to report.
+    with file.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                try:
+                    doc = json.loads(line).get("doc")
+                except (json.JSONDecodeError, AttributeError):
+                    return True
+                return not isinstance(doc, dict) or ("track" in doc and "options" in doc)
+    return True
+
+
+def _other_samples(file: Path) -> dict[tuple[str, int], SampleRecord]:
+    task = task_from_samples_name(file.name) or file.name
+    records = {}
+    with file.open(encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                sample = json.loads(line)
+                key = (task, int(sample["doc_id"]))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                raise AquaDataError(f"{file}:{line_no}: not an lm-eval sample") from None
+            records[key] = SampleRecord(
+                sample.get("prompt_hash"), sample.get("doc_hash"), sample.get("doc") or {}
+            )
+    return records
+
+
+def _read_replies(
+    path: Path, judged: bool
+) -> tuple[list[SavedReply], dict[tuple[str, int], SampleRecord]]:
+    """AQUA replies, and the samples of other tasks (compared only by their judge scores)."""
+    try:
+        files = find_reply_files(path)
+    except AquaDataError:
+        if judged:  # judge results without --log_samples: only the judge can be compared
+            return [], {}
+        raise
+    replies: list[SavedReply] = []
+    others: dict[tuple[str, int], SampleRecord] = {}
+    for file in files:
+        if file.suffix != ".jsonl":
+            replies.extend(read_authors_results(file))
+        elif _is_aqua_samples(file):
+            replies.extend(read_samples_file(file))
+        else:
+            others.update(_other_samples(file))
+    if not replies and not judged and not others:
+        raise AquaDataError(f"{path}: no replies found")
+    return replies, others
+
+
 def load_run(path: Path) -> Run:
-    """Replies, logged hashes, label and audio mode of a run folder or samples file."""
-    replies = read_replies(path)
-    label, audio = path.name, {}
+    """Replies, logged hashes, judge results, label and audio mode of a run folder or file."""
+    try:
+        judges = find_judge_results(path)
+    except JudgeResultsError as error:
+        raise AquaDataError(str(error)) from None
+    replies, others = _read_replies(path, bool(judges))
+    label, audio, judge_meta = path.name, {}, {}
     if path.is_dir():
         try:
             results_file, _ = newest_results_file(path)
@@ -102,7 +189,12 @@ def load_run(path: Path) -> Run:
                 task: audio_enabled((cfg or {}).get("metadata") or {})
                 for task, cfg in configs.items()
             }
-    return Run(path, label, replies, _sample_records(replies), audio)
+            judge_meta = {
+                task: ((cfg or {}).get("metadata") or {}).get("orca_inputs") or {}
+                for task, cfg in configs.items()
+            }
+    samples = {**others, **_sample_records(replies)}
+    return Run(path, label, replies, samples, audio, judges, judge_meta)
 
 
 def _setting(reply: SavedReply, field: str) -> object:
@@ -124,6 +216,8 @@ def _example(keys: Sequence[tuple[str, int]]) -> str:
 
 def why_not_comparable(base: Run, cand: Run) -> str | None:
     """The first reason the two runs cannot be compared item by item, or None."""
+    if not (base.replies or base.judges or cand.replies or cand.judges):
+        return "nothing to compare: neither run has aqua_* task replies or ORCA judge results"
     base_tasks = dict(iter_tasks(base.replies))
     cand_tasks = dict(iter_tasks(cand.replies))
     if set(base_tasks) != set(cand_tasks):
@@ -156,38 +250,117 @@ def why_not_comparable(base: Run, cand: Run) -> str | None:
                 f"{task}: audio input differs (baseline {modes[base.audio[task]]}, "
                 f"candidate {modes[cand.audio[task]]})"
             )
-        keys = [(task, i) for i in b]
-        both = [k for k in keys if k in base.samples and k in cand.samples]
-        prompts = [
-            k
-            for k in both
-            if base.samples[k].prompt_hash != cand.samples[k].prompt_hash
-            and base.samples[k].prompt_hash is not None
-        ]
-        if prompts:
+        reason = _sample_reason(task, [(task, i) for i in b], base, cand)
+        if reason is not None:
+            return reason
+    return _judge_reason(base, cand)
+
+
+def _sample_reason(task: str, keys: Sequence[tuple[str, int]], base: Run, cand: Run) -> str | None:
+    """Why the logged prompts or questions of these items differ between the runs, or None."""
+    both = [k for k in keys if k in base.samples and k in cand.samples]
+    prompts = [
+        k
+        for k in both
+        if base.samples[k].prompt_hash != cand.samples[k].prompt_hash
+        and base.samples[k].prompt_hash is not None
+    ]
+    if prompts:
+        return (
+            f"{task}: prompt differs (lm-eval prompt_hash; {_example(prompts)}) — "
+            "chat template, system instruction, few-shot or prompt text changed"
+        )
+    fields: set[str] = set()
+    docs = []
+    for k in both:
+        bs, cs = base.samples[k], cand.samples[k]
+        if bs.doc_hash == cs.doc_hash:
+            continue
+        differing = {
+            f
+            for f in bs.doc.keys() | cs.doc.keys()
+            if f not in LOCAL_DOC_FIELDS and bs.doc.get(f) != cs.doc.get(f)
+        }
+        if differing:
+            fields |= differing
+            docs.append(k)
+    if docs:
+        return (
+            f"{task}: questions differ (lm-eval doc_hash; fields {', '.join(sorted(fields))}; "
+            f"{_example(docs)})"
+        )
+    return None
+
+
+def judge_identity(run: Run, results: JudgeResults) -> dict[str, object]:
+    """checkpoint / fingerprint / clamp of a pass: from its rows, else the results file."""
+    recorded = dict(results.judge or {})
+    meta = run.judge_meta.get(results.task) or {}
+    for key, meta_key in (
+        ("checkpoint", "checkpoint"),
+        ("fingerprint", "judge_fingerprint"),
+        ("clamp", "clamp"),
+    ):
+        if recorded.get(key) is None and meta.get(meta_key) is not None:
+            recorded[key] = meta[meta_key]
+    return recorded
+
+
+def _judge_reason(base: Run, cand: Run) -> str | None:
+    """Why the two runs' ORCA judge scores cannot be compared item by item, or None."""
+    for key in sorted(base.judges.keys() ^ cand.judges.keys()):
+        which = "baseline" if key in base.judges else "candidate"
+        return f"{key[0]}: ORCA judge scores (filter {key[1]}) only in the {which}"
+    for key in sorted(base.judges):
+        task = key[0]
+        b, c = base.judges[key], cand.judges[key]
+        bi, ci = judge_identity(base, b), judge_identity(cand, c)
+        for run, identity, results in (("baseline", bi, b), ("candidate", ci, c)):
+            if identity.get("checkpoint") is None and identity.get("fingerprint") is None:
+                return f"{task}: the {run} does not record its judge checkpoint ({results.path})"
+        if bi.get("fingerprint") and ci.get("fingerprint"):
+            same = bi["fingerprint"] == ci["fingerprint"]
+        else:  # files written before fingerprints were recorded: the path is all there is
+            same = bi.get("checkpoint") == ci.get("checkpoint")
+        if not same:
+            shown = [
+                f"{run} {i.get('checkpoint')}"
+                + (f" (fingerprint {i['fingerprint']})" if i.get("fingerprint") else "")
+                for run, i in (("baseline", bi), ("candidate", ci))
+            ]
+            return f"{task}: different ORCA judge checkpoints ({'; '.join(shown)})"
+        if None not in (bi.get("clamp"), ci.get("clamp")) and bi["clamp"] != ci["clamp"]:
             return (
-                f"{task}: prompt differs (lm-eval prompt_hash; {_example(prompts)}) — "
-                "chat template, system instruction, few-shot or prompt text changed"
+                f"{task}: ORCA judge clamping differs (baseline clamp={bi['clamp']}; "
+                f"candidate clamp={ci['clamp']})"
+            )
+        brows, crows = b.by_key(), c.by_key()
+        if brows.keys() != crows.keys():
+            only_b = sorted(brows.keys() - crows.keys())
+            only_c = sorted(crows.keys() - brows.keys())
+            return (
+                f"{task}: different judged items ({len(only_b)} only in baseline, {len(only_c)} "
+                f"only in candidate; e.g. {(only_b or only_c)[0]})"
             )
         fields: set[str] = set()
-        docs = []
-        for k in both:
-            bs, cs = base.samples[k], cand.samples[k]
-            if bs.doc_hash == cs.doc_hash:
-                continue
-            differing = {
-                f
-                for f in bs.doc.keys() | cs.doc.keys()
-                if f not in LOCAL_DOC_FIELDS and bs.doc.get(f) != cs.doc.get(f)
-            }
+        items = []
+        for k in sorted(brows):
+            bin_, cin = brows[k]["inputs"], crows[k]["inputs"]
+            differing = {f for f in JUDGE_INPUTS if bin_.get(f) != cin.get(f)}
             if differing:
                 fields |= differing
-                docs.append(k)
-        if docs:
+                items.append(k)
+        if items:
             return (
-                f"{task}: questions differ (lm-eval doc_hash; fields {', '.join(sorted(fields))}; "
-                f"{_example(docs)})"
+                f"{task}: the judge read different inputs (fields {', '.join(sorted(fields))}; "
+                f"{len(items)} items, e.g. {items[0]})"
             )
+        aqua_tasks = {r.task for r in base.replies}
+        if task not in aqua_tasks:
+            doc_ids = {i for t, i in base.samples.keys() | cand.samples.keys() if t == task}
+            reason = _sample_reason(task, [(task, i) for i in sorted(doc_ids)], base, cand)
+            if reason is not None:
+                return reason
     return None
 
 
@@ -201,25 +374,68 @@ def _values(replies: list[SavedReply], progress: tqdm) -> list[dict]:
     return out
 
 
+def _judge_comparison(
+    base: Run, cand: Run, key: tuple[str, str], *, n_boot: int, seed: int, min_units: int
+) -> MetricComparison:
+    task, filter_name = key
+    b, c = base.judges[key].by_key(), cand.judges[key].by_key()
+    # AQUA items are resampled by clip, as the four items of a clip are not independent.
+    clips = {str(r.item.id): r.item.clip_key for r in base.replies if r.task == task}
+    groups = clips if clips and clips.keys() >= b.keys() else None
+    return compare_judge(
+        task,
+        filter_name,
+        {k: float(r["orca"]) for k, r in b.items()},
+        {k: float(r["orca"]) for k, r in c.items()},
+        groups,
+        n_boot=n_boot,
+        seed=seed,
+        min_units=min_units,
+    )
+
+
 def compare_runs(
-    base: Run, cand: Run, *, n_boot: int, seed: int, min_ca_clips: int, progress: bool = True
+    base: Run,
+    cand: Run,
+    *,
+    n_boot: int,
+    seed: int,
+    min_ca_clips: int,
+    min_judge_items: int = MIN_JUDGE_UNITS,
+    progress: bool = True,
 ) -> list[MetricComparison]:
-    """Unadjusted comparisons of every tested metric of every task, in task order."""
+    """Unadjusted comparisons of every tested metric and judge score, in task order."""
     base_tasks = dict(iter_tasks(base.replies))
     cand_tasks = dict(iter_tasks(cand.replies))
     comparisons: list[MetricComparison] = []
     total = len(base.replies) + len(cand.replies)
     with tqdm(total=total, desc="scoring", unit="item", disable=not progress) as bar:
-        for task in sorted(base_tasks):
-            comparisons += compare_task(
-                task,
-                _values(base_tasks[task], bar),
-                _values(cand_tasks[task], bar),
-                n_boot=n_boot,
-                seed=seed,
-                min_ca_clips=min_ca_clips,
-            )
+        for task in sorted(set(base_tasks) | {t for t, _ in base.judges}):
+            if task in base_tasks:
+                comparisons += compare_task(
+                    task,
+                    _values(base_tasks[task], bar),
+                    _values(cand_tasks[task], bar),
+                    n_boot=n_boot,
+                    seed=seed,
+                    min_ca_clips=min_ca_clips,
+                )
+            comparisons += [
+                _judge_comparison(
+                    base, cand, key, n_boot=n_boot, seed=seed, min_units=min_judge_items
+                )
+                for key in sorted(base.judges)
+                if key[0] == task
+            ]
     return comparisons
+
+
+def metric_name(metric: str) -> str:
+    """How a compared metric is named in the summary."""
+    if metric.startswith(f"{JUDGE_METRIC},"):
+        filter_name = metric.partition(",")[2]
+        return "ORCA judge" + ("" if filter_name == "none" else f" [{filter_name}]")
+    return METRIC_NAMES[metric]
 
 
 def _num(value: float | None, digits: int = 1) -> str:
@@ -243,7 +459,8 @@ def _test_text(c: MetricComparison) -> str:
         return c.note
     if c.test == "mcnemar":
         return f"McNemar −{c.lost}/+{c.gained}"
-    return f"bootstrap CI [{_num(_scale(c.ci_low))}, {_num(_scale(c.ci_high))}]"
+    unit = c.test.removesuffix("_bootstrap") + " " if c.test.endswith("_bootstrap") else ""
+    return f"{unit}bootstrap CI [{_num(_scale(c.ci_low))}, {_num(_scale(c.ci_high))}]"
 
 
 def _scale(value: float | None) -> float | None:
@@ -261,7 +478,7 @@ def headline(
         worst = max(bad, key=lambda c: c.drop_points)
         return (
             f"REGRESSION in {len(bad)} of {len(comparisons)} comparisons; worst: {worst.task} "
-            f"{METRIC_NAMES[worst.metric]} {worst.delta_points:+.1f} points "
+            f"{metric_name(worst.metric)} {worst.delta_points:+.1f} points "
             f"(Holm p = {_p(worst.p_holm)})"
         )
     return (
@@ -296,33 +513,43 @@ def markdown_summary(
         f"- baseline: `{base.path}` ({base.label})",
         f"- candidate: `{cand.path}` ({cand.label})",
     ]
+    judged = any(c.metric.startswith(f"{JUDGE_METRIC},") for c in comparisons)
+    aqua = any(not c.metric.startswith(f"{JUDGE_METRIC},") for c in comparisons)
+    tests, legend = [], ["Values in %."]
+    if aqua:
+        tests.append(
+            "exact McNemar on paired items (Ori, joint, unparsed); paired clip bootstrap for CA"
+        )
+        legend.append(
+            "Ori = Solvable accuracy; CA = conditional accuracy (each run conditions on its own "
+            "Solvable answers); joint = Solvable and variant both right; unparsed: lower is "
+            "better. McNemar −lost/+gained counts the discordant items."
+        )
+    if judged:
+        tests.append(
+            "paired bootstrap of the mean ORCA judge score over items (over clips for AQUA items)"
+        )
+        legend.append(
+            "ORCA judge = mean per-item judge correctness on [0, 1] (the run's `orca` figure), "
+            "as %; the two runs were judged by the same checkpoint."
+        )
     if reason is None:
         lines += [
             f"- rule: a regression is a drop of more than {max_drop:g} points that is significant "
             f"at α = {alpha:g} after Holm correction over all {len(comparisons)} comparisons",
-            f"- tests: exact McNemar on paired items (Ori, joint, unparsed); paired clip "
-            f"bootstrap for CA ({n_boot} resamples, seed {seed})",
+            f"- tests: {'; '.join(tests)} ({n_boot} resamples, seed {seed})",
             "",
             "| task | metric | baseline | candidate | Δ points | n | test | p | p (Holm) | |",
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for c in comparisons:
             lines.append(
-                f"| {c.task} | {METRIC_NAMES[c.metric]} | {_num(_scale(c.baseline))} | "
+                f"| {c.task} | {metric_name(c.metric)} | {_num(_scale(c.baseline))} | "
                 f"{_num(_scale(c.candidate))} | {_num(c.delta_points)} | {c.n} | "
                 f"{_test_text(c)} | {_p(c.p_value)} | {_p(c.p_holm)} | {_verdict(c)} |"
             )
-        lines += [
-            "",
-            "Values in %. Ori = Solvable accuracy; CA = conditional accuracy (each run "
-            "conditions on its own Solvable answers); joint = Solvable and variant both right; "
-            "unparsed: lower is better. McNemar −lost/+gained counts the discordant items.",
-        ]
+        lines += ["", " ".join(legend)]
     return "\n".join(lines) + "\n"
-
-
-def _json_num(value: float | None) -> float | None:
-    return None if value is None or math.isnan(value) else value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -331,9 +558,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="aqua-regress",
         description=(
             "Compare a candidate run of AQUA tasks with a baseline run item by item (from "
-            "lm-eval --log_samples output). Exit 0: no regression; 1: a metric dropped by more "
+            "lm-eval --log_samples output), and the mean ORCA judge score of every task run "
+            "with `metric: orca`. Exit 0: no regression; 1: a metric dropped by more "
             "than --max-drop points, significant after Holm correction; 2: the runs are not "
-            "comparable (tasks, items, variant, extractor, prompt, audio) or input is bad."
+            "comparable (tasks, items, variant, extractor, prompt, audio, judge checkpoint) or "
+            "input is bad."
         ),
     )
     parser.add_argument("--baseline", required=True, type=Path, help="baseline run folder/file")
@@ -366,6 +595,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="test a CA only when both runs condition it on at least N clips "
         "(default: %(default)s)",
     )
+    parser.add_argument(
+        "--min-judge-items",
+        type=int,
+        default=MIN_JUDGE_UNITS,
+        metavar="N",
+        help="test a judge score only over at least N items (clips, for AQUA items) "
+        "(default: %(default)s)",
+    )
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.add_argument(
         "--summary",
@@ -389,7 +626,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         base = load_run(args.baseline)
         cand = load_run(args.candidate)
-    except (AquaDataError, RunReadError, OSError, json.JSONDecodeError) as error:
+    except (AquaDataError, RunReadError, OSError, ValueError) as error:
         print(f"aqua-regress: error: {error}", file=sys.stderr)
         return EXIT_NOT_COMPARABLE
     reason = why_not_comparable(base, cand)
@@ -402,6 +639,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 n_boot=args.n_boot,
                 seed=args.seed,
                 min_ca_clips=args.min_ca_clips,
+                min_judge_items=args.min_judge_items,
                 progress=not args.no_progress,
             ),
             max_drop=args.max_drop,
@@ -437,30 +675,31 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "seed": args.seed,
                 "n_boot": args.n_boot,
                 "min_ca_clips": args.min_ca_clips,
+                "min_judge_items": args.min_judge_items,
             },
             "comparisons": [
                 {
                     "task": c.task,
                     "metric": c.metric,
                     "test": c.test,
-                    "baseline": _json_num(c.baseline),
-                    "candidate": _json_num(c.candidate),
-                    "delta_points": _json_num(c.delta_points),
+                    "baseline": c.baseline,
+                    "candidate": c.candidate,
+                    "delta_points": c.delta_points,
                     "n": c.n,
                     "note": c.note,
                     "lost": c.lost,
                     "gained": c.gained,
-                    "ci_low_points": _json_num(_scale(c.ci_low)),
-                    "ci_high_points": _json_num(_scale(c.ci_high)),
-                    "p_value": _json_num(c.p_value),
-                    "p_holm": _json_num(c.p_holm),
+                    "ci_low_points": _scale(c.ci_low),
+                    "ci_high_points": _scale(c.ci_high),
+                    "p_value": c.p_value,
+                    "p_holm": c.p_holm,
                     "regression": c.regression,
                     "improvement": c.improvement,
                 }
                 for c in comparisons
             ],
         }
-        print(json.dumps(payload, indent=2))
+        print(json.dumps(json_safe(payload), indent=2))
     elif reason is None:
         print(summary)
     line = headline(comparisons, reason, args.max_drop, args.alpha)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -17,10 +16,12 @@ from aqua_tasks.report import (
     calibration_markdown,
     load_calibration,
     load_run,
+    load_run_calibrations,
     plot_calibration,
     to_markdown,
     write_report,
 )
+from aqua_tasks.serialize import json_safe
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,6 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ITEMS.jsonl",
         help="the rated items the ORCA predictions were scored on (with 'ratings')",
     )
+    parser.add_argument(
+        "--orca-run",
+        type=Path,
+        metavar="RUN",
+        help="an lm-eval --output_path folder (or orca_<task>_<filter>_*.jsonl file) of a run "
+        "with `metric: orca` over human-rated docs, e.g. the orca_human task: draw the judge's "
+        "calibration per task from the per-item results written there",
+    )
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     return parser
 
@@ -72,19 +81,11 @@ def _fail(message: str) -> int:
     return 2
 
 
-def _json_value(value: object) -> object:
-    if isinstance(value, dict):
-        return {k: _json_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_value(v) for v in value]
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 on success, 1 when the chart cannot be drawn, 2 on bad input."""
     args = build_parser().parse_args(argv)
-    if not args.runs and not args.orca_predictions:
-        return _fail("give at least one RUN (or --orca-predictions with --orca-items)")
+    if not args.runs and not args.orca_predictions and not args.orca_run:
+        return _fail("give at least one RUN, --orca-run, or --orca-predictions with --orca-items")
     if bool(args.orca_predictions) != bool(args.orca_items):
         return _fail("--orca-predictions and --orca-items go together")
     if args.label and len(args.label) != len(args.runs):
@@ -102,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "label": row.label,
                     "published": row.published,
                     "cells": {
-                        t: {k: {"value": _json_value(c.value), "n": c.n} for k, c in cells.items()}
+                        t: {k: {"value": json_safe(c.value), "n": c.n} for k, c in cells.items()}
                         for t, cells in row.cells.items()
                     },
                 }
@@ -114,10 +115,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.out.mkdir(parents=True, exist_ok=True)
             written["orca_markdown"] = args.out / "orca_calibration.md"
             written["orca_markdown"].write_text(calibration_markdown(calibration), "utf-8")
-            payload["orca"] = _json_value(asdict(calibration))
+            payload["orca"] = json_safe(asdict(calibration))
             if not args.no_chart:
                 written["orca_chart"] = args.out / "orca_calibration.png"
                 plot_calibration(calibration).savefig(written["orca_chart"], dpi=150)
+        if args.orca_run:
+            calibrations = load_run_calibrations(args.orca_run)
+            args.out.mkdir(parents=True, exist_ok=True)
+            payload["orca_run"] = {}
+            for name, cal in calibrations.items():
+                stem = args.out / f"orca_calibration_{name}"
+                written[f"orca_markdown_{name}"] = stem.with_suffix(".md")
+                text = calibration_markdown(cal, f"{args.orca_run}, task {name}")
+                written[f"orca_markdown_{name}"].write_text(text, "utf-8")
+                payload["orca_run"][name] = json_safe(asdict(cal))
+                if not args.no_chart:
+                    written[f"orca_chart_{name}"] = stem.with_suffix(".png")
+                    plot_calibration(cal).savefig(written[f"orca_chart_{name}"], dpi=150)
     except (RunReadError, ValueError) as error:
         return _fail(str(error))
     except PlottingUnavailable as error:

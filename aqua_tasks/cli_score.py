@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +13,7 @@ from aqua_tasks.extract import EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
 from aqua_tasks.intervals import metric_intervals, wilson_interval
 from aqua_tasks.replies import SavedReply, iter_tasks, read_replies
 from aqua_tasks.scoring import Verdict, format_table, metric_value, score_reply, summarize
+from aqua_tasks.serialize import json_safe
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -113,16 +113,6 @@ def breakdown(replies: Sequence[SavedReply], verdicts: Sequence[Verdict], by: st
     return rows
 
 
-def _json_safe(value: object) -> object:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
-
-
 def _fail(message: str) -> int:
     print(f"aqua-score: error: {message}", file=sys.stderr)
     return 2
@@ -183,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         if args.breakdown:
             payload["breakdown"] = breakdowns
-        print(json.dumps(_json_safe(payload), indent=2))
+        print(json.dumps(json_safe(payload), indent=2))
         return 0
     print(format_table(per_task, intervals=intervals))
     print(

@@ -1,4 +1,4 @@
-"""Comparing two runs item by item: exact McNemar, paired clip bootstrap, Holm correction."""
+"""Comparing two runs item by item: exact McNemar, paired (clip) bootstraps, Holm correction."""
 
 from __future__ import annotations
 
@@ -99,7 +99,10 @@ def paired_bootstrap_ca(
             base_ca = (bs & bv)[idx].sum(1) / bs[idx].sum(1)
             cand_ca = (cs & cv)[idx].sum(1) / cs[idx].sum(1)
         deltas.append(cand_ca - base_ca)
-    boot = np.concatenate(deltas)
+    return _bootstrap_result(delta, np.concatenate(deltas), n_boot, level)
+
+
+def _bootstrap_result(delta: float, boot: np.ndarray, n_boot: int, level: float) -> BootstrapResult:
     boot = boot[~np.isnan(boot)]
     if boot.size == 0:
         return BootstrapResult(delta, math.nan, math.nan, math.nan, n_boot, 0)
@@ -110,6 +113,54 @@ def paired_bootstrap_ca(
     above = (np.sum(boot >= 0) + 1) / (boot.size + 1)
     p = min(1.0, 2 * min(below, above))
     return BootstrapResult(delta, float(low), float(high), float(p), n_boot, int(boot.size))
+
+
+def paired_bootstrap_mean(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    groups: Sequence[object] | None = None,
+    *,
+    n_boot: int = 5000,
+    seed: int | Sequence[int] = 0,
+    level: float = 0.95,
+) -> BootstrapResult:
+    """Paired bootstrap of mean(candidate) − mean(baseline), e.g. of ORCA judge scores.
+
+    Index i of both arrays is the same item. Without `groups` items are resampled; with
+    them (e.g. each AQUA item's clip) whole groups are, so items that share a clip move
+    together, and each replicate's delta is the mean item difference over the drawn groups.
+    """
+    base = np.asarray(baseline, dtype=float)
+    cand = np.asarray(candidate, dtype=float)
+    if base.ndim != 1 or base.shape != cand.shape:
+        raise ValueError(
+            f"baseline and candidate must be 1-d and paired item by item; got shapes "
+            f"{base.shape} and {cand.shape}"
+        )
+    if not (np.isfinite(base).all() and np.isfinite(cand).all()):
+        raise ValueError("scores must be finite numbers")
+    if groups is not None and len(groups) != base.size:
+        raise ValueError(f"got {len(groups)} groups for {base.size} items")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if base.size == 0:
+        return BootstrapResult(math.nan, math.nan, math.nan, math.nan, n_boot, 0)
+    diff = cand - base
+    if groups is None:
+        sums, counts = diff, np.ones_like(diff)
+    else:
+        _, unit = np.unique(np.asarray([str(g) for g in groups]), return_inverse=True)
+        sums, counts = np.bincount(unit, weights=diff), np.bincount(unit).astype(float)
+    n = sums.size
+    rng = np.random.default_rng(seed)
+    per_chunk = max(1, _BOOT_CHUNK_CELLS // n)
+    deltas = []
+    for start in range(0, n_boot, per_chunk):
+        idx = rng.integers(0, n, size=(min(per_chunk, n_boot - start), n))
+        deltas.append(sums[idx].sum(1) / counts[idx].sum(1))
+    return _bootstrap_result(float(diff.mean()), np.concatenate(deltas), n_boot, level)
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -279,6 +330,62 @@ def compare_task(
     )
     order = {m: k for k, m in enumerate(TESTED_METRICS)}
     return sorted(out, key=lambda m: order[m.metric])
+
+
+JUDGE_METRIC = "orca"
+# As for CA: with very few items (or clips) the bootstrap p-value is not to be trusted.
+MIN_JUDGE_UNITS = 10
+
+
+def judge_metric(filter_name: str) -> str:
+    """The metric name of a judge-score comparison: lm-eval's `orca,<filter>`."""
+    return f"{JUDGE_METRIC},{filter_name}"
+
+
+def compare_judge(
+    task: str,
+    filter_name: str,
+    base: Mapping[str, float],
+    cand: Mapping[str, float],
+    groups: Mapping[str, str] | None = None,
+    *,
+    n_boot: int,
+    seed: int,
+    min_units: int = MIN_JUDGE_UNITS,
+) -> MetricComparison:
+    """Paired bootstrap of the mean ORCA judge score of one task and filter.
+
+    `base` and `cand` map item keys to the judge's per-item score (the same keys); with
+    `groups` (item key -> clip, for AQUA items) clips are resampled instead of items. Scores
+    are on [0, 1], so deltas are in points like the accuracy metrics'. Fewer than
+    `min_units` items (clips) are shown but not tested.
+    """
+    if base.keys() != cand.keys():
+        raise ValueError(f"{task}: judge scores must cover the same items in both runs")
+    keys = sorted(base)
+    metric = judge_metric(filter_name)
+    boot = paired_bootstrap_mean(
+        [base[k] for k in keys],
+        [cand[k] for k in keys],
+        None if groups is None else [groups[k] for k in keys],
+        n_boot=n_boot,
+        seed=[seed, zlib.crc32(f"{task}|{metric}".encode())],
+    )
+    unit = "item" if groups is None else "clip"
+    units = len(keys) if groups is None else len({groups[k] for k in keys})
+    tested = units >= min_units
+    return MetricComparison(
+        task,
+        metric,
+        f"{unit}_bootstrap",
+        float(np.mean([base[k] for k in keys])) if keys else math.nan,
+        float(np.mean([cand[k] for k in keys])) if keys else math.nan,
+        len(keys),
+        boot.p_value if tested else math.nan,
+        ci_low=boot.ci_low,
+        ci_high=boot.ci_high,
+        note="" if tested else f"untested: < {min_units} {unit}s",
+    )
 
 
 def judge(

@@ -108,7 +108,7 @@ def read_samples_file(path: Path) -> list[SavedReply]:
                 raise AquaDataError(f"{where}: malformed AQUA doc ({error})") from None
             replies.append(
                 SavedReply(
-                    task=_task_from_samples_name(path.name)
+                    task=task_from_samples_name(path.name)
                     or task_name(item.track, item.variant, doc.get("prompt_style") or "plain"),
                     item=item,
                     reply=_sample_reply(sample, where),
@@ -121,7 +121,8 @@ def read_samples_file(path: Path) -> list[SavedReply]:
     return replies
 
 
-def _task_from_samples_name(name: str) -> str | None:
+def task_from_samples_name(name: str) -> str | None:
+    """The task of an lm-eval `samples_<task>_<time>.jsonl` file name (None: not one)."""
     # lm-eval names the file samples_<task>_<ISO timestamp>.jsonl; the timestamp has no '_'.
     if not (name.startswith("samples_") and name.endswith(".jsonl")):
         return None
@@ -133,7 +134,7 @@ def _task_from_samples_name(name: str) -> str | None:
 def _newest_per_task(paths: list[Path]) -> list[Path]:
     newest: dict[str, Path] = {}
     for path in sorted(paths):  # ISO timestamps sort chronologically
-        newest[_task_from_samples_name(path.name) or path.name] = path
+        newest[task_from_samples_name(path.name) or path.name] = path
     return list(newest.values())
 
 

@@ -234,7 +234,9 @@ def load_run(path: str | Path) -> RunMetrics:
         if text_only:
             notes.append(f"text-only (no audio): {', '.join(text_only)}")
     if not tasks:
-        raise RunReadError(f"{file}: holds no aqua_* task results")
+        raise RunReadError(
+            f"{file}: holds no aqua_* task results (an ORCA run with human ratings: --orca-run)"
+        )
     return RunMetrics(label=label, source=str(file), tasks=tasks, notes=tuple(notes))
 
 
@@ -456,10 +458,33 @@ def calibration_bins(
     return [(s[0] / s[2], s[1] / s[2], int(s[2])) for _, s in sorted(sums.items())]
 
 
+def _calibration(
+    rated: Sequence[Any], predicted: Sequence[float], variances: Sequence
+) -> Calibration:
+    """Calibration of predictions (unit scale) against rated OrcaItems, in the same order."""
+    from orca_judge.metrics import agreement
+
+    human = [float(it.human_mean_unit) for it in rated]
+    has_var = all(v is not None for v in variances)
+    figures = agreement(
+        list(predicted),
+        human,
+        [float(v) for v in variances] if has_var else None,
+        [float(it.human_var_unit) for it in rated],
+        [len(it.ratings) for it in rated],
+    )
+    return Calibration(
+        predicted=tuple(predicted),
+        spread=tuple(math.sqrt(max(float(v), 0.0)) if has_var else 0.0 for v in variances),
+        human=tuple(human),
+        bins=tuple(calibration_bins(predicted, human)),
+        agreement=figures,
+    )
+
+
 def load_calibration(predictions: str | Path, items: str | Path) -> Calibration:
     """Join `orca-score --output` predictions with the rated items they were scored on."""
     from orca_judge.data import DataError, load_items
-    from orca_judge.metrics import agreement
 
     pred_path = Path(predictions)
     if not pred_path.is_file():
@@ -485,31 +510,62 @@ def load_calibration(predictions: str | Path, items: str | Path) -> Calibration:
             f"{items}: fewer than 2 rated items match the predictions' ids; a calibration "
             "picture needs items with human ratings"
         )
-    predicted = [float(rows[it.id]["expected_unit"]) for it in rated]
-    variances = [rows[it.id].get("variance_unit") for it in rated]
-    human = [float(it.human_mean_unit) for it in rated]
-    has_var = all(v is not None for v in variances)
-    figures = agreement(
-        predicted,
-        human,
-        [float(v) for v in variances] if has_var else None,
-        [float(it.human_var_unit) for it in rated],
-        [len(it.ratings) for it in rated],
-    )
-    return Calibration(
-        predicted=tuple(predicted),
-        spread=tuple(math.sqrt(max(float(v), 0.0)) if has_var else 0.0 for v in variances),
-        human=tuple(human),
-        bins=tuple(calibration_bins(predicted, human)),
-        agreement=figures,
+    return _calibration(
+        rated,
+        [float(rows[it.id]["expected_unit"]) for it in rated],
+        [rows[it.id].get("variance_unit") for it in rated],
     )
 
 
-def calibration_markdown(cal: Calibration) -> str:
-    """The agreement figures and the binned calibration as Markdown."""
+def load_run_calibrations(run: str | Path) -> dict[str, Calibration]:
+    """Calibrations from an lm-eval run with `metric: orca` over docs with human ratings.
+
+    One per task and filter whose per-item judge results (`orca_<task>_<filter>_*.jsonl`,
+    written beside the samples; the newest counts) carry ratings, e.g. the `orca_human` task
+    (`ratings_field: ratings`). Keyed `<task>` (filter `none`) or `<task>_<filter>`. The
+    per-item rows hold the judge's inputs, ratings included, so no items file is needed.
+    """
+    from orca_judge.data import DataError, load_items
+    from orca_judge.lm_eval_results import JudgeResultsError, find_judge_results
+
+    run = Path(run)
+    if not run.exists():
+        raise RunReadError(f"{run}: no such file or directory")
+    try:
+        found = find_judge_results(run)
+    except JudgeResultsError as error:
+        raise RunReadError(str(error)) from None
+    out: dict[str, Calibration] = {}
+    for (task, filter_name), results in found.items():
+        rated_rows = {k: r for k, r in results.by_key().items() if r["inputs"].get("ratings")}
+        if len(rated_rows) < 2:
+            continue
+        try:
+            rated = load_items([{**r["inputs"], "id": k} for k, r in rated_rows.items()])
+        except DataError as error:
+            raise RunReadError(f"{results.path}: {error}") from None
+        rows = list(rated_rows.values())
+        name = task if filter_name == "none" else f"{task}_{filter_name}"
+        out[name] = _calibration(
+            rated,
+            [float(r["expected_unit"]) for r in rows],
+            [r.get("variance_unit") for r in rows],
+        )
+    if not out:
+        raise RunReadError(
+            f"{run}: no ORCA per-item results with human ratings (orca_*.jsonl from a run with "
+            "`metric: orca` and `ratings_field:`, e.g. the orca_human task via aqua-eval "
+            "--output_path)"
+        )
+    return out
+
+
+def calibration_markdown(cal: Calibration, source: str | None = None) -> str:
+    """The agreement figures and the binned calibration as Markdown (`source`: a first line)."""
     a = cal.agreement
     figures = [f"{k} = {a[k]:.3f}" for k in ("rho", "tau", "mae_mu", "mae_var") if k in a]
-    lines = [
+    lines = [f"Source: {source}", ""] if source else []
+    lines += [
         f"ORCA judge vs human mean ratings (unit scale, n = {int(a['n'])}): " + ", ".join(figures),
         "",
         "| predicted (bin mean) | human mean | n |",

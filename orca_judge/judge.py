@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -178,6 +180,30 @@ class OrcaJudge:
             metrics=ckpt.metrics,
             device=dev,
         )
+
+    def fingerprint(self) -> str:
+        """Identity of this judge's trained parts: what scores with it are comparable by.
+
+        sha256 (first 16 hex digits) over the config (less the backbone's location), the
+        backbone's weight fingerprint, the head and the LoRA adapter. The same checkpoint
+        copied elsewhere keeps it; a retrained one gets another. Computed once.
+        """
+        cached = getattr(self, "_fingerprint", None)
+        if cached is not None:
+            return cached
+        digest = hashlib.sha256()
+        config = {k: v for k, v in self.config.to_dict().items() if k != "backbone"}
+        digest.update(json.dumps(config, sort_keys=True, default=str).encode())
+        digest.update(str(self.backbone_fingerprint).encode())
+        tensors = {f"head.{k}": v for k, v in self.model.head.state_dict().items()}
+        if self.adapter is not None:
+            tensors |= {f"adapter.{k}": v for k, v in self.adapter[1].items()}
+        for name in sorted(tensors):
+            value = tensors[name].detach().to("cpu", torch.float32).contiguous()
+            digest.update(name.encode())
+            digest.update(value.numpy().tobytes())
+        self._fingerprint = digest.hexdigest()[:16]
+        return self._fingerprint
 
     def save_pretrained(self, directory: str | Path) -> Path:
         """Write this judge as a native checkpoint that from_pretrained reads back exactly."""

@@ -102,6 +102,8 @@ def wire_task(task: Any) -> OrcaMetricSettings | None:
         "orca_inputs": {
             "form": "doc-aware (aqua-eval / register_all)",
             "checkpoint": settings.checkpoint,
+            "judge_fingerprint": judge.fingerprint(),
+            "clamp": settings.clamp,
             "question": settings.question_field or None,
             "rationale": settings.rationale_field or None,
             "transcript": settings.transcript_field or None,

@@ -246,6 +246,19 @@ def load_judge(settings: OrcaMetricSettings):
     return _JUDGES[key]
 
 
+def judge_identity(settings: OrcaMetricSettings) -> dict[str, Any]:
+    """Which judge scored, as recorded with per-item results: checkpoint, fingerprint, clamp.
+
+    `fingerprint` (see `OrcaJudge.fingerprint`) is what tells two checkpoints apart;
+    `aqua-regress` refuses to compare judge scores whose fingerprints or clamping differ.
+    """
+    return {
+        "checkpoint": settings.checkpoint,
+        "fingerprint": load_judge(settings).fingerprint(),
+        "clamp": settings.clamp,
+    }
+
+
 @dataclass
 class JudgePass:
     """One batched scoring of a task's items under one filter, and every figure from it."""
@@ -393,6 +406,7 @@ def orca_aggregate(items: Sequence[Any]) -> float:
 def per_item_rows(judged: JudgePass, task: str, filter_name: str) -> list[dict[str, Any]]:
     """One row per judged item: its inputs, which of them the judge read, and its prediction."""
     rows = []
+    identity = judge_identity(judged.settings)
     for inputs, pred, seen in zip(judged.inputs, judged.predictions, judged.seen, strict=True):
         score = pred.clamped_unit if judged.settings.clamp else pred.expected_unit
         rows.append(
@@ -402,6 +416,7 @@ def per_item_rows(judged: JudgePass, task: str, filter_name: str) -> list[dict[s
                 "index": inputs["index"],
                 "inputs": {k: v for k, v in inputs.items() if k != "index"},
                 "seen": seen,
+                "judge": identity,
                 "orca": score,
                 **pred.to_dict(),
             }
