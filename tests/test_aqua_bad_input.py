@@ -119,7 +119,7 @@ def test_aqua_eval_settings_are_checked_before_lm_eval_starts(released_dir, tmp_
         check_aqua_metadata({"datadir": data})
     with pytest.raises(AquaDataError, match=r"no audio_root given.*\"audio\": false"):
         check_aqua_metadata({"data_dir": data})
-    with pytest.raises(AquaDataError, match="extractor.*mmau"):
+    with pytest.raises(AquaDataError, match=r"extractor.*mmau"):
         check_aqua_metadata({"data_dir": data, "audio": False, "extractor": "bogus"})
     with pytest.raises(AquaDataError, match="is not a directory"):
         check_aqua_metadata({"data_dir": str(tmp_path / "nope"), "audio": False})
