@@ -5,7 +5,7 @@ Optimised: base model only (no vocabulary logits), length-sorted batches, infere
 merged. Naive: causal-LM forward (vocabulary logits computed, hidden states requested), batches
 in input order, LoRA unmerged, autograd bookkeeping on (no_grad only).
 
-    python benchmarks/bench_orca_speed.py --backbone /work/cache/smollm2-135m [--items 32] [--json]
+    python benchmarks/bench_orca_speed.py --backbone models/smollm2-135m [--items 32] [--json]
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def bench_memory(sizes: list[int]) -> list[dict[str, float]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backbone", default="/work/cache/smollm2-135m")
+    parser.add_argument("--backbone", default="models/smollm2-135m")
     parser.add_argument("--data", type=Path, default=DATA / "dev.jsonl")
     parser.add_argument("--items", type=int, default=32, help="items to score")
     parser.add_argument("--batch-size", type=int, default=8)

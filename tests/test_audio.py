@@ -29,15 +29,13 @@ from aqua_tasks.audio import (
 from aqua_tasks.audio_cli import main
 from aqua_tasks.data import TRACK_FILE_STEMS, load_items
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-if not (SHARED / "aqua-bench").is_dir():
-    SHARED = Path("/work/shared/data")
+SHARED = Path(os.environ.get("AQUA_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
+SHARED = SHARED / "data"
 DATA_DIR = SHARED / "aqua-bench"
 DEMO_AUDIO = SHARED / "aqua-demo-audio"
 DEMO_CLIPS = ["4-181955-C-3.wav", "Acoustic_Guitar-2940.wav", "m1553_0_cough.wav"]
 DEMO_CLIPS.append("6aee68bf-6629-442b-981d-ae8195597c8e.wav")
 
-pytestmark = pytest.mark.skipif(not DATA_DIR.is_dir(), reason="released AQUA-Bench data absent")
 
 # Real released names (main files), one per resolution rule.
 ANIMAL_NAME = "ESC-50-master/audio_16k/1-100032-A-0.wav"
