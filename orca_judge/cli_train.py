@@ -14,8 +14,7 @@ from typing import Any
 from .config import OrcaConfig
 
 
-def _arg_type(annotation: Any):
-    hint = annotation if not isinstance(annotation, str) else eval(annotation, vars(typing), {})
+def _arg_type(hint: Any):
     args = [a for a in typing.get_args(hint) if a is not type(None)]
     base = (
         args[0]
@@ -69,16 +68,19 @@ def build_parser() -> argparse.ArgumentParser:
     io.add_argument("--json", action="store_true", help="print the final metrics as JSON")
     io.add_argument("--no-progress", action="store_true", help="hide progress bars")
     knobs = parser.add_argument_group("judge and training settings (OrcaConfig)")
+    # The annotations are strings (postponed evaluation); resolve them without eval.
+    hints = typing.get_type_hints(OrcaConfig)
+    help_texts = OrcaConfig.field_help()
     for f in dataclasses.fields(OrcaConfig):
-        kind = _arg_type(f.type)
+        kind = _arg_type(hints[f.name])
         flag = "--" + f.name.replace("_", "-")
         default = "" if f.default is dataclasses.MISSING else f" (default {f.default})"
         if kind == "list":
-            knobs.add_argument(flag, nargs="+", default=None, help=f.metadata["help"])
+            knobs.add_argument(flag, nargs="+", default=None, help=help_texts[f.name])
         else:
             parse = {bool: _bool, int: int, float: float, str: str}[kind]
             knobs.add_argument(
-                flag, type=_none_or(parse), default=None, help=f.metadata["help"] + default
+                flag, type=_none_or(parse), default=None, help=help_texts[f.name] + default
             )
     return parser
 
