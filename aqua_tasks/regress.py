@@ -17,9 +17,9 @@ from aqua_tasks.scoring import LOWER_IS_BETTER, summarize
 _BOOT_CHUNK_CELLS = 2_000_000
 
 
-def _bool_pair(baseline: Sequence[bool], candidate: Sequence[bool]) -> tuple[np.ndarray, ...]:
-    base = np.asarray(baseline, dtype=bool)
-    cand = np.asarray(candidate, dtype=bool)
+def _paired(baseline: Sequence, candidate: Sequence, dtype: type) -> tuple[np.ndarray, ...]:
+    base = np.asarray(baseline, dtype=dtype)
+    cand = np.asarray(candidate, dtype=dtype)
     if base.ndim != 1 or base.shape != cand.shape:
         raise ValueError(
             f"baseline and candidate must be 1-d and paired item by item; got shapes "
@@ -30,7 +30,7 @@ def _bool_pair(baseline: Sequence[bool], candidate: Sequence[bool]) -> tuple[np.
 
 def discordant_pairs(baseline: Sequence[bool], candidate: Sequence[bool]) -> tuple[int, int]:
     """(lost, gained): items right in the baseline only, and right in the candidate only."""
-    base, cand = _bool_pair(baseline, candidate)
+    base, cand = _paired(baseline, candidate, bool)
     return int(np.sum(base & ~cand)), int(np.sum(~base & cand))
 
 
@@ -45,7 +45,7 @@ def mcnemar_exact_p(lost: int, gained: int) -> float:
 
 def conditional_accuracy(condition: Sequence[bool], correct: Sequence[bool]) -> float:
     """Mean of `correct` over the entries where `condition` holds; NaN over none."""
-    cond, right = _bool_pair(condition, correct)
+    cond, right = _paired(condition, correct, bool)
     n = int(cond.sum())
     return float((cond & right).sum() / n) if n else math.nan
 
@@ -78,8 +78,8 @@ def paired_bootstrap_ca(
     and recomputes both CAs on that resample, so their differing conditioning sets are
     handled; replicates where either CA is undefined are dropped (counted in n_valid).
     """
-    bs, bv = _bool_pair(base_solvable, base_variant)
-    cs, cv = _bool_pair(cand_solvable, cand_variant)
+    bs, bv = _paired(base_solvable, base_variant, bool)
+    cs, cv = _paired(cand_solvable, cand_variant, bool)
     if bs.shape != cs.shape:
         raise ValueError(f"runs must cover the same clips; got {bs.size} and {cs.size}")
     if n_boot < 1:
@@ -130,13 +130,7 @@ def paired_bootstrap_mean(
     them (e.g. each AQUA item's clip) whole groups are, so items that share a clip move
     together, and each replicate's delta is the mean item difference over the drawn groups.
     """
-    base = np.asarray(baseline, dtype=float)
-    cand = np.asarray(candidate, dtype=float)
-    if base.ndim != 1 or base.shape != cand.shape:
-        raise ValueError(
-            f"baseline and candidate must be 1-d and paired item by item; got shapes "
-            f"{base.shape} and {cand.shape}"
-        )
+    base, cand = _paired(baseline, candidate, float)
     if not (np.isfinite(base).all() and np.isfinite(cand).all()):
         raise ValueError("scores must be finite numbers")
     if groups is not None and len(groups) != base.size:

@@ -21,6 +21,7 @@ from .lm_eval_metric import (
     METRIC,
     OrcaMetricError,
     OrcaMetricSettings,
+    forget_passes,
     judge_inputs,
     load_judge,
     orca,
@@ -146,6 +147,8 @@ def install() -> None:
     @functools.wraps(original)
     def evaluate(*args: Any, **kwargs: Any) -> Any:
         task_dict = kwargs["task_dict"] if "task_dict" in kwargs else args[1]
+        # A repeated identical evaluation must judge (and write its per-item file) again.
+        forget_passes()
         prepare_tasks(task_dict)
         return original(*args, **kwargs)
 

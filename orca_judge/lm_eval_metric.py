@@ -318,6 +318,11 @@ def compute_figures(
     return figures
 
 
+def forget_passes() -> None:
+    """Drop cached passes: a pass serves the figures of one evaluation, not the next one."""
+    _PASSES.clear()
+
+
 def run_pass(
     settings: OrcaMetricSettings, inputs: Sequence[Mapping[str, Any]], site: str = ""
 ) -> JudgePass:

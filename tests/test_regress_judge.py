@@ -64,6 +64,7 @@ def runs(tmp_path_factory, builtin_index_parsed_once) -> dict[str, Path]:  # noq
     )
     return {
         "items": items,
+        "judge": judge,
         "base": orca_human_run(root / "base", items, items, judge),
         "worse": orca_human_run(root / "worse", worse, items, judge),
         "other_judge": orca_human_run(
@@ -120,6 +121,13 @@ def test_judge_score_regression_is_detected_with_exit_1(runs, capsys, tmp_path):
     # Above a drop threshold larger than the drop, the same comparison passes.
     code, _, _ = regress(capsys, runs["base"], runs["worse"], "--max-drop", "50")
     assert code == 0
+
+
+def test_repeating_an_identical_run_in_one_process_judges_and_writes_again(runs, tmp_path):
+    again = orca_human_run(tmp_path / "again", runs["items"], runs["items"], runs["judge"])
+    first, second = per_item(runs["base"]), per_item(again)
+    assert len(second) == N_ITEMS
+    assert [r["orca"] for r in second] == [r["orca"] for r in first]
 
 
 def test_same_run_and_a_moved_judge_checkpoint_pass_with_exit_0(runs, capsys, tmp_path):
