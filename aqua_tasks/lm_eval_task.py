@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 
 import datasets
 from lm_eval.api.task import ConfigurableTask
@@ -13,7 +15,14 @@ from aqua_tasks.data import AquaItem, check_track, check_variant, load_items, tr
 from aqua_tasks.extract import get_extractor_name
 from aqua_tasks.manifest import MANIFEST_FIELDS, run_manifest
 from aqua_tasks.prompts import check_prompt_style, render_prompt
-from aqua_tasks.scoring import ALL_METRICS, metric_value, score_reply, summarize
+from aqua_tasks.scoring import (
+    ALL_METRICS,
+    ItemOutcome,
+    as_outcome,
+    item_outcome,
+    score_reply,
+    summarize,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -187,8 +196,8 @@ def doc_to_audio(doc: Mapping) -> list[LazyAudio]:
     return [LazyAudio(doc["audio_path"])]
 
 
-def process_results(doc: Mapping, results: Sequence[str]) -> dict[str, dict]:
-    """Score one reply; every metric receives the same compact per-item value."""
+def process_results(doc: Mapping, results: Sequence[str]) -> dict[str, ItemOutcome]:
+    """Score one reply; every metric receives the same compact per-item outcome."""
     reply = results[0] if results else ""
     verdict = score_reply(
         doc_to_item(doc),
@@ -196,13 +205,23 @@ def process_results(doc: Mapping, results: Sequence[str]) -> dict[str, dict]:
         extractor=doc["extractor"],
         exclude_defective=bool(doc["exclude_defective"]),
     )
-    value = metric_value(verdict) | {"choice": verdict.choice, "reason": verdict.reason}
-    return dict.fromkeys(ALL_METRICS, value)
+    # lm-eval logs this value once per metric in every sample line: it holds only what the
+    # metrics read (a 5-entry list in the samples file), nothing else of the verdict.
+    return dict.fromkeys(ALL_METRICS, item_outcome(verdict))
 
 
-def _aggregation(metric: str) -> Callable[[list[dict]], float]:
-    def aggregate(values: list[dict]) -> float:
-        summary = summarize(values)
+@functools.lru_cache(maxsize=8)
+def _task_summary(outcomes: tuple[ItemOutcome, ...]) -> Mapping[str, float]:
+    # lm-eval hands each of the 18 aggregations its own list of the same per-item outcomes.
+    # Memoising on the full (hashable) outcome tuple makes `summarize` run once per task:
+    # the result is a pure function of that key, so a hit returns exactly what a fresh
+    # computation would, whatever ran before; the read-only view keeps it that way.
+    return MappingProxyType(summarize(outcomes))
+
+
+def _aggregation(metric: str) -> Callable[[list[ItemOutcome]], float]:
+    def aggregate(values: list[ItemOutcome]) -> float:
+        summary = _task_summary(tuple(as_outcome(v) for v in values))
         if metric == "acc" and summary["n_unconditioned"]:
             logger.warning(
                 "%d unanswerable items have no Solvable item of their clip in this run "

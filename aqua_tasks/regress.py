@@ -8,169 +8,38 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.stats import binomtest
 
 from aqua_tasks.data import UNANSWERABLE_TYPES
-from aqua_tasks.scoring import LOWER_IS_BETTER, summarize
+from aqua_tasks.scoring import LOWER_IS_BETTER, ClipOutcomes, clip_outcomes, summarize
+from aqua_tasks.stats import (
+    BootstrapResult,
+    conditional_accuracy,
+    discordant_pairs,
+    holm,
+    mcnemar_exact_p,
+    paired_bootstrap_ca,
+    paired_bootstrap_mean,
+)
 
-# Replicates are drawn in chunks so that memory stays bounded for large n_boot × clips.
-_BOOT_CHUNK_CELLS = 2_000_000
-
-
-def _paired(baseline: Sequence, candidate: Sequence, dtype: type) -> tuple[np.ndarray, ...]:
-    base = np.asarray(baseline, dtype=dtype)
-    cand = np.asarray(candidate, dtype=dtype)
-    if base.ndim != 1 or base.shape != cand.shape:
-        raise ValueError(
-            f"baseline and candidate must be 1-d and paired item by item; got shapes "
-            f"{base.shape} and {cand.shape}"
-        )
-    return base, cand
-
-
-def discordant_pairs(baseline: Sequence[bool], candidate: Sequence[bool]) -> tuple[int, int]:
-    """(lost, gained): items right in the baseline only, and right in the candidate only."""
-    base, cand = _paired(baseline, candidate, bool)
-    return int(np.sum(base & ~cand)), int(np.sum(~base & cand))
-
-
-def mcnemar_exact_p(lost: int, gained: int) -> float:
-    """Exact two-sided McNemar p-value from the two discordant counts (1.0 when both are 0)."""
-    if lost < 0 or gained < 0:
-        raise ValueError(f"discordant counts must be >= 0, got {lost} and {gained}")
-    if lost + gained == 0:
-        return 1.0
-    return float(binomtest(lost, lost + gained, 0.5, alternative="two-sided").pvalue)
-
-
-def conditional_accuracy(condition: Sequence[bool], correct: Sequence[bool]) -> float:
-    """Mean of `correct` over the entries where `condition` holds; NaN over none."""
-    cond, right = _paired(condition, correct, bool)
-    n = int(cond.sum())
-    return float((cond & right).sum() / n) if n else math.nan
-
-
-@dataclass(frozen=True)
-class BootstrapResult:
-    """A paired bootstrap of a difference: observed delta, percentile CI, two-sided p."""
-
-    delta: float
-    ci_low: float
-    ci_high: float
-    p_value: float
-    n_boot: int
-    n_valid: int
-
-
-def paired_bootstrap_ca(
-    base_solvable: Sequence[bool],
-    base_variant: Sequence[bool],
-    cand_solvable: Sequence[bool],
-    cand_variant: Sequence[bool],
-    *,
-    n_boot: int = 5000,
-    seed: int | Sequence[int] = 0,
-    level: float = 0.95,
-) -> BootstrapResult:
-    """Paired clip-level bootstrap of CA(candidate) − CA(baseline).
-
-    Index i of every array is the same clip. Each replicate resamples clips with replacement
-    and recomputes both CAs on that resample, so their differing conditioning sets are
-    handled; replicates where either CA is undefined are dropped (counted in n_valid).
-    """
-    bs, bv = _paired(base_solvable, base_variant, bool)
-    cs, cv = _paired(cand_solvable, cand_variant, bool)
-    if bs.shape != cs.shape:
-        raise ValueError(f"runs must cover the same clips; got {bs.size} and {cs.size}")
-    if n_boot < 1:
-        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    delta = conditional_accuracy(cs, cv) - conditional_accuracy(bs, bv)
-    n = bs.size
-    if n == 0 or math.isnan(delta):
-        return BootstrapResult(delta, math.nan, math.nan, math.nan, n_boot, 0)
-    rng = np.random.default_rng(seed)
-    per_chunk = max(1, _BOOT_CHUNK_CELLS // n)
-    deltas = []
-    for start in range(0, n_boot, per_chunk):
-        idx = rng.integers(0, n, size=(min(per_chunk, n_boot - start), n))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            base_ca = (bs & bv)[idx].sum(1) / bs[idx].sum(1)
-            cand_ca = (cs & cv)[idx].sum(1) / cs[idx].sum(1)
-        deltas.append(cand_ca - base_ca)
-    return _bootstrap_result(delta, np.concatenate(deltas), n_boot, level)
-
-
-def _bootstrap_result(delta: float, boot: np.ndarray, n_boot: int, level: float) -> BootstrapResult:
-    boot = boot[~np.isnan(boot)]
-    if boot.size == 0:
-        return BootstrapResult(delta, math.nan, math.nan, math.nan, n_boot, 0)
-    tail = (1 - level) / 2
-    low, high = np.quantile(boot, [tail, 1 - tail])
-    # Two-sided percentile p-value; +1 terms keep it away from an impossible exact 0.
-    below = (np.sum(boot <= 0) + 1) / (boot.size + 1)
-    above = (np.sum(boot >= 0) + 1) / (boot.size + 1)
-    p = min(1.0, 2 * min(below, above))
-    return BootstrapResult(delta, float(low), float(high), float(p), n_boot, int(boot.size))
-
-
-def paired_bootstrap_mean(
-    baseline: Sequence[float],
-    candidate: Sequence[float],
-    groups: Sequence[object] | None = None,
-    *,
-    n_boot: int = 5000,
-    seed: int | Sequence[int] = 0,
-    level: float = 0.95,
-) -> BootstrapResult:
-    """Paired bootstrap of mean(candidate) − mean(baseline), e.g. of ORCA judge scores.
-
-    Index i of both arrays is the same item. Without `groups` items are resampled; with
-    them (e.g. each AQUA item's clip) whole groups are, so items that share a clip move
-    together, and each replicate's delta is the mean item difference over the drawn groups.
-    """
-    base, cand = _paired(baseline, candidate, float)
-    if not (np.isfinite(base).all() and np.isfinite(cand).all()):
-        raise ValueError("scores must be finite numbers")
-    if groups is not None and len(groups) != base.size:
-        raise ValueError(f"got {len(groups)} groups for {base.size} items")
-    if n_boot < 1:
-        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    if base.size == 0:
-        return BootstrapResult(math.nan, math.nan, math.nan, math.nan, n_boot, 0)
-    diff = cand - base
-    if groups is None:
-        sums, counts = diff, np.ones_like(diff)
-    else:
-        _, unit = np.unique(np.asarray([str(g) for g in groups]), return_inverse=True)
-        sums, counts = np.bincount(unit, weights=diff), np.bincount(unit).astype(float)
-    n = sums.size
-    rng = np.random.default_rng(seed)
-    per_chunk = max(1, _BOOT_CHUNK_CELLS // n)
-    deltas = []
-    for start in range(0, n_boot, per_chunk):
-        idx = rng.integers(0, n, size=(min(per_chunk, n_boot - start), n))
-        deltas.append(sums[idx].sum(1) / counts[idx].sum(1))
-    return _bootstrap_result(float(diff.mean()), np.concatenate(deltas), n_boot, level)
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm step-down adjusted p-values, in input order; NaN entries stay NaN, not counted."""
-    ps = [float(p) for p in p_values]
-    for p in ps:
-        if not math.isnan(p) and not 0 <= p <= 1:
-            raise ValueError(f"p-values must lie in [0, 1], got {p}")
-    order = sorted((p, i) for i, p in enumerate(ps) if not math.isnan(p))
-    m = len(order)
-    adjusted = [math.nan] * len(ps)
-    running = 0.0
-    for rank, (p, i) in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p))
-        adjusted[i] = running
-    return adjusted
+# The statistics live in `aqua_tasks.stats`; their names stay importable from here.
+__all__ = [
+    "JUDGE_METRIC",
+    "MIN_CA_CLIPS",
+    "MIN_JUDGE_UNITS",
+    "TESTED_METRICS",
+    "BootstrapResult",
+    "MetricComparison",
+    "compare_judge",
+    "compare_task",
+    "conditional_accuracy",
+    "discordant_pairs",
+    "holm",
+    "judge",
+    "judge_metric",
+    "mcnemar_exact_p",
+    "paired_bootstrap_ca",
+    "paired_bootstrap_mean",
+]
 
 
 # Metrics compared per task, and the test each gets (CA's conditioning sets differ between
@@ -223,16 +92,20 @@ class MetricComparison:
 
 def _paired_outcomes(
     base: Sequence[Mapping], cand: Sequence[Mapping]
-) -> tuple[dict[int, tuple[Mapping, Mapping]], dict[str, tuple[bool, bool]]]:
+) -> tuple[ClipOutcomes, ClipOutcomes]:
+    """Both runs' outcomes over the items kept in both, paired by id, in id order."""
     b = {int(r["id"]): r for r in base if not r["excluded"]}
     c = {int(r["id"]): r for r in cand if not r["excluded"]}
-    pairs = {i: (b[i], c[i]) for i in sorted(b.keys() & c.keys())}
-    solvable = {
-        rb["clip"]: (bool(rb["correct"]), bool(rc["correct"]))
-        for rb, rc in pairs.values()
-        if rb["type"] == "Solvable"
-    }
-    return pairs, solvable
+    ids = sorted(b.keys() & c.keys())
+    base_outcomes = clip_outcomes([b[i] for i in ids])
+    cand_outcomes = clip_outcomes([c[i] for i in ids])
+    # Same ids must mean the same clips and types, or the arrays below would not line up.
+    if list(base_outcomes.own_solvable) != list(cand_outcomes.own_solvable) or any(
+        base_outcomes.conditioned[t].clips != cand_outcomes.conditioned[t].clips
+        for t in UNANSWERABLE_TYPES
+    ):
+        raise ValueError("runs give the same item ids different clips or types (same data?)")
+    return base_outcomes, cand_outcomes
 
 
 def _mcnemar(
@@ -260,33 +133,30 @@ def compare_task(
     in either run is reported but not tested.
     """
     base_summary, cand_summary = summarize(base), summarize(cand)
-    pairs, solvable = _paired_outcomes(base, cand)
+    base_items, cand_items = _paired_outcomes(base, cand)
 
     def values(metric: str) -> tuple[float, float]:
         return base_summary[metric], cand_summary[metric]
 
+    clips = list(base_items.own_solvable)
     out = [
         _mcnemar(
             task,
             "acc",
             values("acc"),
-            [b for b, _ in solvable.values()],
-            [c for _, c in solvable.values()],
+            [base_items.own_solvable[c] for c in clips],
+            [cand_items.own_solvable[c] for c in clips],
         )
     ]
     for item_type in UNANSWERABLE_TYPES:
         key = item_type.lower()
-        rows = [
-            (solvable[rb["clip"]], bool(rb["correct"]), bool(rc["correct"]))
-            for rb, rc in pairs.values()
-            if rb["type"] == item_type and rb["clip"] in solvable
-        ]
-        conditioned = min(sum(s[0] for s, _, _ in rows), sum(s[1] for s, _, _ in rows))
+        b, c = base_items.conditioned[item_type], cand_items.conditioned[item_type]
+        conditioned = min(int(b.solvable_right.sum()), int(c.solvable_right.sum()))
         boot = paired_bootstrap_ca(
-            [s[0] for s, _, _ in rows],
-            [b for _, b, _ in rows],
-            [s[1] for s, _, _ in rows],
-            [c for _, _, c in rows],
+            b.solvable_right,
+            b.variant_right,
+            c.solvable_right,
+            c.variant_right,
             n_boot=n_boot,
             # Each metric gets its own stream, independent of which other metrics are compared.
             seed=[seed, zlib.crc32(f"{task}|ca_{key}".encode())],
@@ -297,7 +167,7 @@ def compare_task(
                 f"ca_{key}",
                 "bootstrap",
                 *values(f"ca_{key}"),
-                len(rows),
+                len(b.clips),
                 boot.p_value if conditioned >= min_ca_clips else math.nan,
                 ci_low=boot.ci_low,
                 ci_high=boot.ci_high,
@@ -309,8 +179,8 @@ def compare_task(
                 task,
                 f"joint_{key}",
                 values(f"joint_{key}"),
-                [s[0] and b for s, b, _ in rows],
-                [s[1] and c for s, _, c in rows],
+                (b.solvable_right & b.variant_right).tolist(),
+                (c.solvable_right & c.variant_right).tolist(),
             )
         )
     out.append(
@@ -318,8 +188,8 @@ def compare_task(
             task,
             "unparsed_rate",
             values("unparsed_rate"),
-            [not rb["parsed"] for rb, _ in pairs.values()],
-            [not rc["parsed"] for _, rc in pairs.values()],
+            [not o.parsed for o in base_items.kept],
+            [not o.parsed for o in cand_items.kept],
         )
     )
     order = {m: k for k, m in enumerate(TESTED_METRICS)}

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
+
+import numpy as np
 
 from aqua_tasks.data import UNANSWERABLE_TYPES, AquaItem
 from aqua_tasks.extract import extract
@@ -84,7 +87,7 @@ def score_reply(
 
 
 def metric_value(verdict: Verdict) -> dict:
-    """The compact per-item value every AQUA metric aggregates over."""
+    """The per-item dict, with its id, that run comparisons pair items by."""
     return {
         "id": verdict.id,
         "clip": verdict.clip,
@@ -95,44 +98,132 @@ def metric_value(verdict: Verdict) -> dict:
     }
 
 
-def _mean(values: list[bool]) -> float:
-    return sum(values) / len(values) if values else math.nan
+class ItemOutcome(NamedTuple):
+    """What the AQUA metrics need of one scored item; lm-eval logs it as a 5-entry list."""
+
+    clip: str
+    type: str
+    correct: bool
+    parsed: bool
+    excluded: bool
 
 
-def summarize(
-    values: Iterable[Mapping], condition: Mapping[str, bool] | None = None
-) -> dict[str, float]:
-    """All AQUA metrics from per-item values (see `metric_value`); NaN where a rate is undefined.
+def item_outcome(verdict: Verdict) -> ItemOutcome:
+    """The compact per-item value every AQUA metric aggregates over."""
+    return ItemOutcome(
+        verdict.clip, verdict.type, verdict.correct, verdict.parsed, verdict.excluded
+    )
+
+
+def as_outcome(value: Mapping | Sequence) -> ItemOutcome:
+    """One per-item value in either layout: a `metric_value` dict (older runs) or an outcome.
+
+    The outcome may also be the plain 5-entry list it becomes in a logged samples file.
+    """
+    if isinstance(value, ItemOutcome):
+        return value
+    if isinstance(value, Mapping):
+        return ItemOutcome(
+            str(value["clip"]),
+            str(value["type"]),
+            bool(value["correct"]),
+            bool(value["parsed"]),
+            bool(value["excluded"]),
+        )
+    if isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 5:
+        clip, item_type, correct, parsed, excluded = value
+        return ItemOutcome(str(clip), str(item_type), bool(correct), bool(parsed), bool(excluded))
+    raise ValueError(
+        f"a per-item AQUA value must be a dict with clip/type/correct/parsed/excluded or a "
+        f"5-entry [clip, type, correct, parsed, excluded] list, got {value!r}"
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class ConditionedItems:
+    """One unanswerable type's items whose clip has a Solvable answer to condition on.
+
+    Entry i of each field is the same item (one per clip in the released data), in the
+    order the items came in: its clip, that clip's Solvable answer, and its own answer.
+    """
+
+    clips: tuple[str, ...]
+    solvable_right: np.ndarray
+    variant_right: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class ClipOutcomes:
+    """A run's kept items arranged for the AQUA metrics: Solvable answers and conditioned pairs."""
+
+    kept: tuple[ItemOutcome, ...]
+    own_solvable: dict[str, bool]
+    condition: dict[str, bool]
+    conditioned: dict[str, ConditionedItems]
+    n_excluded: int
+    n_unconditioned: int
+
+
+def clip_outcomes(
+    values: Iterable[Mapping | Sequence], condition: Mapping[str, bool] | None = None
+) -> ClipOutcomes:
+    """Pair every kept unanswerable item with its clip's Solvable answer, per type.
 
     `condition` maps clips to the correctness of *another* run's Solvable answer (e.g. CA of
     a chain-of-thought run conditioned on the plain run, the paper's Table 1 layout); by
-    default a run conditions on its own Solvable answers.
+    default a run conditions on its own Solvable answers (`own_solvable`, one per clip).
     """
-    rows = list(values)
-    kept = [r for r in rows if not r["excluded"]]
-    own = {r["clip"]: bool(r["correct"]) for r in kept if r["type"] == "Solvable"}
-    solvable = own if condition is None else dict(condition)
+    outcomes = [as_outcome(v) for v in values]
+    kept = tuple(o for o in outcomes if not o.excluded)
+    own = {o.clip: o.correct for o in kept if o.type == "Solvable"}
+    solvable = own if condition is None else {c: bool(ok) for c, ok in condition.items()}
+    conditioned = {}
+    for item_type in UNANSWERABLE_TYPES:
+        paired = [o for o in kept if o.type == item_type and o.clip in solvable]
+        conditioned[item_type] = ConditionedItems(
+            clips=tuple(o.clip for o in paired),
+            solvable_right=np.array([solvable[o.clip] for o in paired], dtype=bool),
+            variant_right=np.array([o.correct for o in paired], dtype=bool),
+        )
+    return ClipOutcomes(
+        kept=kept,
+        own_solvable=own,
+        condition=solvable,
+        conditioned=conditioned,
+        n_excluded=len(outcomes) - len(kept),
+        n_unconditioned=sum(1 for o in kept if o.type != "Solvable" and o.clip not in solvable),
+    )
+
+
+def _mean(values: Sequence[bool]) -> float:
+    return sum(values) / len(values) if len(values) else math.nan
+
+
+def summarize(
+    values: Iterable[Mapping | Sequence], condition: Mapping[str, bool] | None = None
+) -> dict[str, float]:
+    """All AQUA metrics from per-item values (see `as_outcome`); NaN where a rate is undefined.
+
+    `condition` is as for `clip_outcomes`: another run's Solvable answers per clip.
+    """
+    outcomes = clip_outcomes(values, condition)
+    kept = outcomes.kept
     summary: dict[str, float] = {
-        "acc": _mean(list(own.values())),
-        "unparsed_rate": _mean([not r["parsed"] for r in kept]),
+        "acc": _mean(list(outcomes.own_solvable.values())),
+        "unparsed_rate": _mean([not o.parsed for o in kept]),
         "n_items": float(len(kept)),
-        "n_solvable": float(len(own)),
-        "n_excluded": float(len(rows) - len(kept)),
-        "n_unconditioned": float(
-            sum(1 for r in kept if r["type"] != "Solvable" and r["clip"] not in solvable)
-        ),
+        "n_solvable": float(len(outcomes.own_solvable)),
+        "n_excluded": float(outcomes.n_excluded),
+        "n_unconditioned": float(outcomes.n_unconditioned),
     }
     for item_type in UNANSWERABLE_TYPES:
         key = item_type.lower()
-        of_type = [r for r in kept if r["type"] == item_type]
-        paired = [r for r in of_type if r["clip"] in solvable]
-        conditioned = [bool(r["correct"]) for r in paired if solvable[r["clip"]]]
-        summary[f"acc_{key}"] = _mean([bool(r["correct"]) for r in of_type])
+        pairs = outcomes.conditioned[item_type]
+        conditioned = pairs.variant_right[pairs.solvable_right].tolist()
+        summary[f"acc_{key}"] = _mean([o.correct for o in kept if o.type == item_type])
         summary[f"ca_{key}"] = _mean(conditioned)
         summary[f"n_ca_{key}"] = float(len(conditioned))
-        summary[f"joint_{key}"] = _mean(
-            [solvable[r["clip"]] and bool(r["correct"]) for r in paired]
-        )
+        summary[f"joint_{key}"] = _mean((pairs.solvable_right & pairs.variant_right).tolist())
     return summary
 
 
