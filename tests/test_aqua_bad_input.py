@@ -102,11 +102,11 @@ def test_odd_replies_are_scored_or_counted_unparsed_never_crash(released_dir, re
     docs = build_docs("animal", data_dir=str(released_dir), settings={"audio": False})
     aad = next(d for d in docs if d["type"] == "AAD")
     value = process_results(aad, [reply])["acc_aad"]
-    assert value["type"] == "AAD" and isinstance(value["correct"], bool)
+    assert value.type == "AAD" and isinstance(value.correct, bool)
     if not reply.strip() or reply == "(":
-        assert value["parsed"] is False and value["correct"] is False
+        assert value.parsed is False and value.correct is False
     else:
-        assert value["correct"] is True, value["reason"]
+        assert value.correct is True, reply
 
 
 def test_aqua_eval_settings_are_checked_before_lm_eval_starts(released_dir, tmp_path):
