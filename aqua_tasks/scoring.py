@@ -87,7 +87,7 @@ def score_reply(
 
 
 def metric_value(verdict: Verdict) -> dict:
-    """The per-item dict, with its id, that run comparisons pair items by."""
+    """The per-item dict with its id (run comparisons pair items by it); `summarize` reads it."""
     return {
         "id": verdict.id,
         "clip": verdict.clip,
