@@ -45,6 +45,7 @@ HEAD_FILE = "head.safetensors"
 ADAPTER_DIR = "adapter"
 TOKENIZER_DIR = "tokenizer"
 METRICS_FILE = "metrics.json"
+CARD_FILE = "README.md"
 PUBLISHED_SCORE_TYPES = {
     "beta": "beta",
     "multinomial": "multinomial",
@@ -200,20 +201,24 @@ def write_checkpoint(
         tokenizer.save_pretrained(tmp / TOKENIZER_DIR)
         metrics = metrics or {}
         (tmp / METRICS_FILE).write_text(_json_text(metrics))
-        shown = {k: v for k, v in metrics.items() if isinstance(v, (int, float, str))}
-        (tmp / "README.md").write_text(
-            MODEL_CARD.format(
-                fingerprint=backbone_fingerprint,
-                pooling=pooling,
-                metrics="\n".join(f"- {k}: {v}" for k, v in sorted(shown.items()))
-                or "- none recorded",
-                **{
-                    k: getattr(config, k)
-                    for k in ("likelihood", "backbone", "lora_r", "template", "clamp_threshold")
-                },
-            )
-        )
+        (tmp / CARD_FILE).write_text(model_card(config, backbone_fingerprint, pooling, metrics))
     return Path(target)
+
+
+def model_card(
+    config: OrcaConfig, backbone_fingerprint: str, pooling: str, metrics: Mapping[str, Any]
+) -> str:
+    """The README.md of a native checkpoint: what it is, how to load it, data attribution."""
+    shown = {k: v for k, v in metrics.items() if isinstance(v, (int, float, str))}
+    return MODEL_CARD.format(
+        fingerprint=backbone_fingerprint,
+        pooling=pooling,
+        metrics="\n".join(f"- {k}: {v}" for k, v in sorted(shown.items())) or "- none recorded",
+        **{
+            k: getattr(config, k)
+            for k in ("likelihood", "backbone", "lora_r", "template", "clamp_threshold")
+        },
+    )
 
 
 def peft_adapter(backbone: nn.Module) -> tuple[Any, dict[str, torch.Tensor]] | None:
@@ -266,6 +271,8 @@ def update_config(target: str | Path, **changes: Any) -> OrcaConfig:
     config = OrcaConfig.from_dict(meta["config"]).replace(**changes)
     meta["config"] = config.to_dict()
     atomic_write_json(root / CONFIG_FILE, meta)
+    metrics_path = root / METRICS_FILE
+    _refresh_card(root, meta, json.loads(metrics_path.read_text()) if metrics_path.exists() else {})
     return config
 
 
@@ -274,12 +281,21 @@ def update_metrics(
 ) -> dict[str, Any]:
     """Merge `entries` into a checkpoint's metrics.json (replace=True: overwrite it), atomically."""
     root = Path(target)
-    _native_meta(root)
+    meta = _native_meta(root)
     path = root / METRICS_FILE
     current = json.loads(path.read_text()) if path.exists() and not replace else {}
     metrics = {**current, **entries}
     atomic_write_json(path, metrics)
+    _refresh_card(root, meta, metrics)
     return metrics
+
+
+def _refresh_card(root: Path, meta: dict[str, Any], metrics: Mapping[str, Any]) -> None:
+    # The model card quotes the config and metrics, so it follows every update of them.
+    config = OrcaConfig.from_dict(meta["config"])
+    fingerprint = meta.get("backbone", {}).get("fingerprint")
+    card = model_card(config, fingerprint, meta.get("pooling"), metrics)
+    atomic_write_text(root / CARD_FILE, card)
 
 
 def _require(path: Path, what: str) -> Path:
