@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
@@ -32,17 +32,14 @@ def parse_bool(name: str, value: object) -> bool:
     raise ValueError(f"{name}={value!r}: expected true/false, yes/no, on/off or 1/0")
 
 
-def bool_type(name: str) -> Callable[[str], bool]:
-    """An argparse `type=` for a boolean flag value, whose error names the flag."""
-
-    def parse(text: str) -> bool:
-        try:
-            return parse_bool(name, text)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-
-    parse.__name__ = "bool"
-    return parse
+def bool_arg(text: str) -> bool:
+    """An argparse `type=` for boolean flag values (argparse names the flag in its error)."""
+    try:
+        return parse_bool("value", text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected true/false, yes/no, on/off or 1/0, got {text!r}"
+        ) from None
 
 
 def add_json_flag(

@@ -10,7 +10,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from aqua_tasks.cli_common import add_json_flag, add_progress_flag, bool_type, fail
+from aqua_tasks.cli_common import add_json_flag, add_progress_flag, bool_arg, fail
 
 from .config import OrcaConfig
 
@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         if kind == "list":
             knobs.add_argument(flag, nargs="+", default=None, help=help_texts[f.name])
         else:
-            parse = {bool: bool_type(flag), int: int, float: float, str: str}[kind]
+            parse = {bool: bool_arg, int: int, float: float, str: str}[kind]
             knobs.add_argument(
                 flag, type=_none_or(parse), default=None, help=help_texts[f.name] + default
             )

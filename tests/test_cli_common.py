@@ -8,7 +8,7 @@ from aqua_tasks.cli_common import (
     add_json_flag,
     add_progress_flag,
     add_seed_flag,
-    bool_type,
+    bool_arg,
     fail,
     parse_bool,
     progress,
@@ -48,14 +48,17 @@ def test_parse_bool_rejects_anything_else_naming_the_setting(value):
         parse_bool("trust_remote_code", value)
 
 
-def test_bool_type_turns_a_bad_flag_value_into_an_argparse_error_naming_the_flag(capsys):
+def test_bool_arg_turns_a_bad_flag_value_into_an_argparse_error_naming_the_flag(capsys):
     parser = argparse.ArgumentParser(prog="tool")
-    parser.add_argument("--use-question", type=bool_type("--use-question"))
+    parser.add_argument("--use-question", type=bool_arg)
     assert parser.parse_args(["--use-question", "off"]).use_question is False
     with pytest.raises(SystemExit) as exit_info:
         parser.parse_args(["--use-question", "perhaps"])
     assert exit_info.value.code == 2
-    assert "--use-question='perhaps': expected true/false" in capsys.readouterr().err
+    assert capsys.readouterr().err.endswith(
+        "tool: error: argument --use-question: expected true/false, yes/no, on/off or 1/0, "
+        "got 'perhaps'\n"
+    )
 
 
 def test_shared_flags_parse_with_their_defaults_and_overrides():
