@@ -463,7 +463,8 @@ def load_model(
 ) -> LoadedModel:
     """Build the OrcaModel (backbone + LoRA adapter + head) a checkpoint describes.
 
-    `dtype` defaults to the checkpoint's own setting; `backbone` loads the base weights from
+    `source` is a directory or what read_checkpoint made of one. `dtype` defaults to the
+    checkpoint's own setting; `backbone` (with a directory) loads the base weights from
     elsewhere (warning, or with strict_backbone raising, when they differ from the recorded
     ones). trainable=True keeps the adapter unmerged with LoRA and head weights trainable;
     otherwise every weight is frozen and the adapter merged unless merge=False.
