@@ -16,6 +16,7 @@ from lm_eval.api.model import LM
 from tqdm import tqdm
 
 from aqua_tasks.audio import LazyAudio, probe_audio, resample
+from aqua_tasks.cli_common import parse_bool
 
 if TYPE_CHECKING:
     import torch
@@ -24,14 +25,8 @@ logger = logging.getLogger(__name__)
 
 AUDIO_PLACEHOLDER = "<audio>"  # what task prompts put where a clip goes
 DEFAULT_MAX_GEN_TOKS = 256
-DTYPES = ("auto", "bfloat16", "float16", "float32")
 # Sampling settings a task may carry; decoding here is always greedy.
 SAMPLING_KEYS = frozenset({"do_sample", "temperature", "top_p", "top_k"})
-TRUE_STRINGS = frozenset({"1", "true", "yes", "on"})
-
-
-def _flag(value: object) -> bool:
-    return value is True or str(value).strip().lower() in TRUE_STRINGS
 
 
 def chat_content(text: str) -> list[dict[str, str]]:
@@ -68,40 +63,20 @@ def audio_seconds(audio: Mapping[str, Any]) -> float:
     return len(audio["array"]) / float(audio["sampling_rate"])
 
 
-def resolve_device(device: str | None) -> torch.device:
-    """`auto` (CUDA, then MPS, then CPU), `cpu`, `cuda`, `cuda:N` or `mps` as a torch device."""
-    import torch
+def __getattr__(name: str) -> Any:
+    # Device and dtype resolution moved to aqua_tasks.devices (imported lazily: torch is heavy).
+    if name in ("resolve_device", "resolve_dtype", "DTYPES"):
+        import warnings
 
-    name = str(device or "auto").strip().lower()
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    try:
-        resolved = torch.device(name)
-    except (RuntimeError, ValueError):
-        raise ValueError(f"device={device!r}: expected auto, cpu, cuda, cuda:N or mps") from None
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r}, but torch sees no CUDA device here")
-    if resolved.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"device={device!r}, but MPS is not available here")
-    return resolved
+        from aqua_tasks import devices
 
-
-def resolve_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
-    """`auto` is bfloat16 on CUDA that supports it, float16 on other CUDA, float32 elsewhere."""
-    import torch
-
-    name = str(dtype or "auto").strip().lower()
-    if name not in DTYPES:
-        raise ValueError(f"dtype={dtype!r}: expected one of {', '.join(DTYPES)}")
-    if name != "auto":
-        return getattr(torch, name)
-    if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    return torch.float32
+        warnings.warn(
+            f"aqua_tasks.audio_lm.{name} moved to aqua_tasks.devices.{name}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(devices, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def positive_int(name: str, value: object) -> int:
@@ -141,6 +116,8 @@ class AudioLM(LM):
             )
         import transformers
 
+        from aqua_tasks.devices import resolve_device, resolve_dtype
+
         self.pretrained = str(pretrained)
         self.batch_size = positive_int("batch_size", batch_size)
         self.max_gen_toks = (
@@ -150,7 +127,7 @@ class AudioLM(LM):
         self._warned: set[tuple[str, ...]] = set()
         self._device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self._device)
-        remote = _flag(trust_remote_code)
+        remote = parse_bool("trust_remote_code", trust_remote_code)
         load = {"revision": revision, "trust_remote_code": remote}
 
         self.processor = transformers.AutoProcessor.from_pretrained(self.pretrained, **load)
@@ -211,6 +188,8 @@ class AudioLM(LM):
             if v is not None and k in cls.HARNESS_ARGS and k not in arg_dict
         }
         if "device" in harness:
+            from aqua_tasks.devices import resolve_device
+
             # lm-eval's CLI sends device=cuda:0 unless told otherwise; on a machine without
             # that device, fall back to the best one here (an explicit model_args device errors).
             try:
@@ -311,7 +290,9 @@ class AudioLM(LM):
         until = [until] if isinstance(until, str) else list(until or [])
         unused = sorted(set(gen_kwargs) - {"until", "max_gen_toks"} - SAMPLING_KEYS)
         ignored = tuple(sorted(set(gen_kwargs) - {"until", "max_gen_toks"}))
-        if (_flag(gen_kwargs.get("do_sample", False)) or unused) and ignored not in self._warned:
+        if (
+            parse_bool("do_sample", gen_kwargs.get("do_sample", False)) or unused
+        ) and ignored not in self._warned:
             self._warned.add(ignored)
             logger.warning("aqua-audiolm decodes greedily; ignoring gen_kwargs %s", ignored)
         if self.max_gen_toks is not None:

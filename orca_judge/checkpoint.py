@@ -1,4 +1,8 @@
-"""Checkpoint directories: the native self-describing layout and the published checkpoints' layout.
+"""Checkpoint directories: the one place that writes and reads them, and builds models from them.
+
+Every write goes through here: a full save (`save_model` / `write_checkpoint`, one atomic
+directory swap) and the later in-place updates of the config and metrics (`update_config`,
+`update_metrics`, each an atomic file replace). Every load goes through `load_model`.
 
 Native layout (written by `write_checkpoint`)::
 
@@ -20,14 +24,20 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import uuid
+import warnings
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
+
+from aqua_tasks.devices import resolve_device, resolve_dtype
 
 from .config import OrcaConfig
+from .model import OrcaModel, load_backbone, resolved_pooling, weights_fingerprint
 
 FORMAT = "orca-judge/1"
 CONFIG_FILE = "orca_judge.json"
@@ -35,6 +45,7 @@ HEAD_FILE = "head.safetensors"
 ADAPTER_DIR = "adapter"
 TOKENIZER_DIR = "tokenizer"
 METRICS_FILE = "metrics.json"
+CARD_FILE = "README.md"
 PUBLISHED_SCORE_TYPES = {
     "beta": "beta",
     "multinomial": "multinomial",
@@ -71,6 +82,10 @@ class CheckpointError(ValueError):
     """A checkpoint directory is incomplete or inconsistent; the message names the file."""
 
 
+class BackboneMismatchError(CheckpointError):
+    """The backbone weights differ from those the checkpoint was trained on."""
+
+
 @dataclass
 class CheckpointContents:
     """Everything read from a checkpoint directory, before any model is built."""
@@ -83,6 +98,19 @@ class CheckpointContents:
     pooling: str | None
     metrics: dict[str, Any] = field(default_factory=dict)
     layout: str = "native"
+    root: Path | None = None
+
+
+@dataclass
+class LoadedModel:
+    """An OrcaModel built from a checkpoint, with the parts a judge or trainer keeps."""
+
+    model: OrcaModel
+    tokenizer: Any
+    contents: CheckpointContents
+    backbone_fingerprint: str
+    adapter: tuple[Any, dict[str, torch.Tensor]] | None
+    device: torch.device
 
 
 @contextlib.contextmanager
@@ -105,11 +133,30 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write a text file via a temporary file and rename."""
+    """Replace a text file in one step: readers see the old or the new content, never a mix."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    # A unique sibling (same file system, so os.replace is atomic); os.open honours the
+    # umask, unlike mkstemp's private 0600 files.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _json_text(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def atomic_write_json(path: str | Path, data: Any) -> None:
+    """Replace a JSON file atomically (serialised first, so a bad value leaves it untouched)."""
+    atomic_write_text(path, _json_text(data))
 
 
 def recover_interrupted(target: str | Path) -> None:
@@ -142,7 +189,7 @@ def write_checkpoint(
             "pooling": pooling,
             "backbone": {"id": config.backbone, "fingerprint": backbone_fingerprint},
         }
-        (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        (tmp / CONFIG_FILE).write_text(_json_text(meta))
         save_file({k: v.detach().cpu().contiguous() for k, v in head.items()}, tmp / HEAD_FILE)
         if adapter_config is not None:
             (tmp / ADAPTER_DIR).mkdir()
@@ -153,21 +200,102 @@ def write_checkpoint(
             )
         tokenizer.save_pretrained(tmp / TOKENIZER_DIR)
         metrics = metrics or {}
-        (tmp / METRICS_FILE).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
-        shown = {k: v for k, v in metrics.items() if isinstance(v, (int, float, str))}
-        (tmp / "README.md").write_text(
-            MODEL_CARD.format(
-                fingerprint=backbone_fingerprint,
-                pooling=pooling,
-                metrics="\n".join(f"- {k}: {v}" for k, v in sorted(shown.items()))
-                or "- none recorded",
-                **{
-                    k: getattr(config, k)
-                    for k in ("likelihood", "backbone", "lora_r", "template", "clamp_threshold")
-                },
-            )
-        )
+        (tmp / METRICS_FILE).write_text(_json_text(metrics))
+        (tmp / CARD_FILE).write_text(model_card(config, backbone_fingerprint, pooling, metrics))
     return Path(target)
+
+
+def model_card(
+    config: OrcaConfig, backbone_fingerprint: str, pooling: str, metrics: Mapping[str, Any]
+) -> str:
+    """The README.md of a native checkpoint: what it is, how to load it, data attribution."""
+    shown = {k: v for k, v in metrics.items() if isinstance(v, (int, float, str))}
+    return MODEL_CARD.format(
+        fingerprint=backbone_fingerprint,
+        pooling=pooling,
+        metrics="\n".join(f"- {k}: {v}" for k, v in sorted(shown.items())) or "- none recorded",
+        **{
+            k: getattr(config, k)
+            for k in ("likelihood", "backbone", "lora_r", "template", "clamp_threshold")
+        },
+    )
+
+
+def peft_adapter(backbone: nn.Module) -> tuple[Any, dict[str, torch.Tensor]] | None:
+    """(LoRA config, adapter weights) of an unmerged PEFT backbone; None for a plain one."""
+    from peft import PeftModel, get_peft_model_state_dict
+
+    if not isinstance(backbone, PeftModel):
+        return None
+    return backbone.peft_config["default"], get_peft_model_state_dict(backbone)
+
+
+def save_model(
+    target: str | Path,
+    model: OrcaModel,
+    tokenizer: Any,
+    *,
+    config: OrcaConfig,
+    backbone_fingerprint: str,
+    metrics: dict[str, Any] | None = None,
+    adapter: tuple[Any, dict[str, torch.Tensor]] | None = None,
+) -> Path:
+    """Write an OrcaModel as a native checkpoint; `adapter` is needed once LoRA was merged."""
+    lora, state = adapter or peft_adapter(model.backbone) or (None, None)
+    return write_checkpoint(
+        target,
+        config=config,
+        head=model.head.state_dict(),
+        adapter_config=lora,
+        adapter_state=state,
+        tokenizer=tokenizer,
+        backbone_fingerprint=backbone_fingerprint,
+        pooling=model.pooling,
+        metrics=metrics,
+    )
+
+
+def _native_meta(root: Path) -> dict[str, Any]:
+    if not (root / CONFIG_FILE).exists():
+        raise CheckpointError(f"{root}: missing {CONFIG_FILE} (only native checkpoints update)")
+    try:
+        return json.loads((root / CONFIG_FILE).read_text())
+    except json.JSONDecodeError as err:
+        raise CheckpointError(f"{root / CONFIG_FILE}: unreadable ({err})") from None
+
+
+def update_config(target: str | Path, **changes: Any) -> OrcaConfig:
+    """Change OrcaConfig fields stored in a native checkpoint atomically; returns the new config."""
+    root = Path(target)
+    meta = _native_meta(root)
+    config = OrcaConfig.from_dict(meta["config"]).replace(**changes)
+    meta["config"] = config.to_dict()
+    atomic_write_json(root / CONFIG_FILE, meta)
+    metrics_path = root / METRICS_FILE
+    _refresh_card(root, meta, json.loads(metrics_path.read_text()) if metrics_path.exists() else {})
+    return config
+
+
+def update_metrics(
+    target: str | Path, entries: Mapping[str, Any], *, replace: bool = False
+) -> dict[str, Any]:
+    """Merge `entries` into a checkpoint's metrics.json (replace=True: overwrite it), atomically."""
+    root = Path(target)
+    meta = _native_meta(root)
+    path = root / METRICS_FILE
+    current = json.loads(path.read_text()) if path.exists() and not replace else {}
+    metrics = {**current, **entries}
+    atomic_write_json(path, metrics)
+    _refresh_card(root, meta, metrics)
+    return metrics
+
+
+def _refresh_card(root: Path, meta: dict[str, Any], metrics: Mapping[str, Any]) -> None:
+    # The model card quotes the config and metrics, so it follows every update of them.
+    config = OrcaConfig.from_dict(meta["config"])
+    fingerprint = meta.get("backbone", {}).get("fingerprint")
+    card = model_card(config, fingerprint, meta.get("pooling"), metrics)
+    atomic_write_text(root / CARD_FILE, card)
 
 
 def _require(path: Path, what: str) -> Path:
@@ -219,6 +347,7 @@ def _read_native(root: Path, backbone: str | None) -> CheckpointContents:
         backbone_fingerprint=meta.get("backbone", {}).get("fingerprint"),
         pooling=meta.get("pooling"),
         metrics=metrics,
+        root=root,
     )
 
 
@@ -273,4 +402,110 @@ def _read_published(root: Path, backbone: str | None) -> CheckpointContents:
         pooling="last",
         layout="published",
         metrics={"published_config": settings},
+        root=root,
     )
+
+
+def load_adapter(backbone: nn.Module, adapter_dir: Path, trainable: bool = False):
+    """Attach a saved LoRA adapter, accepting keys saved from a causal-LM wrapper.
+
+    Every adapter weight the model expects must be present, otherwise CheckpointError.
+    Returns (peft_model, lora_config, adapter_state).
+    """
+    from peft import (
+        LoraConfig,
+        get_peft_model,
+        get_peft_model_state_dict,
+        set_peft_model_state_dict,
+    )
+    from safetensors.torch import load_file
+
+    lora = LoraConfig.from_pretrained(str(adapter_dir))
+    lora.task_type = None
+    lora.inference_mode = not trainable
+    weights = adapter_dir / "adapter_model.safetensors"
+    if weights.exists():
+        saved = load_file(weights)
+    elif (adapter_dir / "adapter_model.bin").exists():
+        saved = torch.load(adapter_dir / "adapter_model.bin", map_location="cpu", weights_only=True)
+    else:
+        raise CheckpointError(f"{adapter_dir}: missing adapter_model.safetensors")
+    for p in backbone.parameters():
+        p.requires_grad_(False)
+    peft_model = get_peft_model(backbone, lora)
+    expected = set(get_peft_model_state_dict(peft_model))
+    state = {}
+    for key, value in saved.items():
+        # Adapters saved on XForCausalLM carry one extra "model." level.
+        alt = key.replace("base_model.model.model.", "base_model.model.", 1)
+        state[key if key in expected else alt] = value
+    missing = expected - set(state)
+    if missing:
+        raise CheckpointError(
+            f"{weights}: adapter does not match the backbone; "
+            f"{len(missing)} weights missing, e.g. {sorted(missing)[0]}"
+        )
+    set_peft_model_state_dict(peft_model, {k: state[k] for k in expected})
+    for name, p in peft_model.named_parameters():
+        p.requires_grad_(trainable and "lora_" in name)
+    return peft_model, lora, {k: state[k] for k in sorted(expected)}
+
+
+def load_model(
+    source: str | Path | CheckpointContents,
+    *,
+    device: str | torch.device | None = None,
+    dtype: str | torch.dtype | None = None,
+    backbone: str | None = None,
+    strict_backbone: bool = False,
+    trainable: bool = False,
+    merge: bool = True,
+) -> LoadedModel:
+    """Build the OrcaModel (backbone + LoRA adapter + head) a checkpoint describes.
+
+    `source` is a directory or what read_checkpoint made of one. `dtype` defaults to the
+    checkpoint's own setting; `backbone` (with a directory) loads the base weights from
+    elsewhere (warning, or with strict_backbone raising, when they differ from the recorded
+    ones). trainable=True keeps the adapter unmerged with LoRA and head weights trainable;
+    otherwise every weight is frozen and the adapter merged unless merge=False.
+    """
+    from transformers import AutoTokenizer
+
+    ckpt = source if isinstance(source, CheckpointContents) else read_checkpoint(source, backbone)
+    cfg = ckpt.config
+    where = ckpt.root if ckpt.root is not None else cfg.backbone
+    dev = resolve_device(device)
+    tokenizer = AutoTokenizer.from_pretrained(str(ckpt.tokenizer_dir))
+    base = load_backbone(cfg.backbone, resolve_dtype(dtype or cfg.dtype, dev))
+    fingerprint = weights_fingerprint(base)
+    if ckpt.backbone_fingerprint and fingerprint != ckpt.backbone_fingerprint:
+        msg = (
+            f"{where}: backbone {cfg.backbone!r} has weight fingerprint {fingerprint}, but the "
+            f"checkpoint was trained on {ckpt.backbone_fingerprint}; predictions are not valid"
+        )
+        if strict_backbone:
+            raise BackboneMismatchError(msg)
+        warnings.warn(msg, stacklevel=3)
+    adapter = None
+    if ckpt.adapter_dir is not None:
+        peft_model, lora, state = load_adapter(base, ckpt.adapter_dir, trainable=trainable)
+        adapter = (lora, state)
+        base = peft_model.merge_and_unload() if merge and not trainable else peft_model
+    pooling = ckpt.pooling or resolved_pooling(cfg, base.config)
+    model = OrcaModel(base, cfg.likelihood, pooling, base.config.hidden_size)
+    expected_shape = tuple(model.head.weight.shape)
+    if tuple(ckpt.head["weight"].shape) != expected_shape:
+        raise CheckpointError(
+            f"{where}: head weight shape {tuple(ckpt.head['weight'].shape)} does "
+            f"not fit likelihood {cfg.likelihood!r} on this backbone "
+            f"(expected {expected_shape})"
+        )
+    model.head.load_state_dict({k: v.float() for k, v in ckpt.head.items()})
+    if trainable:
+        for p in model.head.parameters():
+            p.requires_grad_(True)
+    else:
+        for p in model.parameters():
+            p.requires_grad_(False)
+    model.to(dev)
+    return LoadedModel(model, tokenizer, ckpt, fingerprint, adapter, dev)

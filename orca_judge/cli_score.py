@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
+
+from aqua_tasks.cli_common import add_json_flag, add_progress_flag, fail
+
+PROG = "orca-score"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="orca-score", description=__doc__)
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
     parser.add_argument(
         "--checkpoint", required=True, help="checkpoint directory (native or published layout)"
     )
@@ -22,13 +25,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="refuse (instead of warn) when the backbone weights differ",
     )
     parser.add_argument("--batch-size", type=int, help="items per forward pass")
-    parser.add_argument("--device", help="cpu, cuda, ... (default: cuda if available)")
     parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print predictions and the agreement report as one JSON object",
+        "--device", help="auto, cpu, cuda, cuda:1, mps (default auto: cuda, then mps, then cpu)"
     )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_json_flag(parser, "print predictions and the agreement report as one JSON object")
+    add_progress_flag(parser, "hide the progress bar")
     return parser
 
 
@@ -41,8 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     if args.batch_size is not None and args.batch_size < 1:
-        print("orca-score: error: --batch-size must be >= 1", file=sys.stderr)
-        return 2
+        return fail(PROG, "--batch-size must be >= 1")
     try:
         items = load_items(args.input)
         judge = OrcaJudge.from_pretrained(
@@ -53,8 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         preds = judge.score(items, batch_size=args.batch_size, progress=not args.no_progress)
     except (DataError, CheckpointError, BackboneLoadError, ValueError) as err:
-        print(f"orca-score: error: {err}", file=sys.stderr)
-        return 2
+        return fail(PROG, str(err))
     report = agreement_report(preds, items)
     report["truncated"] = sum(p.truncated for p in preds)
     rows = [p.to_dict() for p in preds]

@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 import types
 import typing
 from pathlib import Path
 from typing import Any
 
+from aqua_tasks.cli_common import add_json_flag, add_progress_flag, bool_arg, fail
+
 from .config import OrcaConfig
+
+PROG = "orca-train"
 
 
 def _arg_type(hint: Any):
@@ -34,17 +37,9 @@ def _none_or(kind):
     return parse
 
 
-def _bool(text: str) -> bool:
-    if text.lower() in ("1", "true", "yes", "on"):
-        return True
-    if text.lower() in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="orca-train",
+        prog=PROG,
         description=__doc__,
         epilog="Every OrcaConfig field is a flag; flags override values from --config YAML.",
     )
@@ -64,9 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
         "set, used only for the final report",
     )
     io.add_argument("--split-seed", type=int, default=0, help="seed of the held-out split")
-    io.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda if available)")
-    io.add_argument("--json", action="store_true", help="print the final metrics as JSON")
-    io.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    io.add_argument(
+        "--device", help="auto, cpu, cuda, cuda:1, mps (default auto: cuda, then mps, then cpu)"
+    )
+    add_json_flag(io, "print the final metrics as JSON")
+    add_progress_flag(io)
     knobs = parser.add_argument_group("judge and training settings (OrcaConfig)")
     # The annotations are strings (postponed evaluation); resolve them without eval.
     hints = typing.get_type_hints(OrcaConfig)
@@ -78,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         if kind == "list":
             knobs.add_argument(flag, nargs="+", default=None, help=help_texts[f.name])
         else:
-            parse = {bool: _bool, int: int, float: float, str: str}[kind]
+            parse = {bool: bool_arg, int: int, float: float, str: str}[kind]
             knobs.add_argument(
                 flag, type=_none_or(parse), default=None, help=help_texts[f.name] + default
             )
@@ -132,7 +129,7 @@ def plan_stages(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .checkpoint import CheckpointError
+    from .checkpoint import CheckpointError, update_metrics
     from .data import DataError, load_items, question_disjoint_split
     from .judge import OrcaJudge
     from .model import BackboneLoadError
@@ -167,13 +164,9 @@ def main(argv: list[str] | None = None) -> int:
             judge = OrcaJudge.from_pretrained(args.output, device=args.device)
             preds = judge.score(heldout, progress=not args.no_progress)
             summary["heldout"] = agreement_report(preds, heldout)
-            metrics_path = Path(args.output) / "metrics.json"
-            stored = json.loads(metrics_path.read_text())
-            stored["heldout"] = summary["heldout"]
-            metrics_path.write_text(json.dumps(stored, indent=2, sort_keys=True) + "\n")
+            update_metrics(args.output, {"heldout": summary["heldout"]})
     except (DataError, CheckpointError, BackboneLoadError, ValueError, FloatingPointError) as err:
-        print(f"orca-train: error: {err}", file=sys.stderr)
-        return 2
+        return fail(PROG, str(err))
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))
     else:

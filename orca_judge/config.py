@@ -35,7 +35,9 @@ class OrcaConfig:
         metadata={"help": "Module names LoRA adapts; None detects them from the architecture."},
     )
     dtype: str = _knob(
-        "auto", "Backbone dtype: auto (fp32 on CPU, bf16 on capable GPUs), float32, bfloat16."
+        "auto",
+        "Backbone dtype: auto (bf16 on capable GPUs, fp16 on older ones, fp32 on CPU and MPS), "
+        "float32, bfloat16 or float16.",
     )
     # input text
     template: str = _knob("reference", "Input string: reference (published checkpoints) or paper.")

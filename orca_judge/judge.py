@@ -11,26 +11,39 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
+
+from aqua_tasks.cli_common import progress as progress_bar
 
 from . import likelihoods
-from .checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from .checkpoint import BackboneMismatchError, CheckpointError, load_model, save_model
 from .config import OrcaConfig
 from .data import OrcaItem, load_items
-from .model import (
-    OrcaModel,
-    is_encoder,
-    load_backbone,
-    resolve_device,
-    resolve_dtype,
-    resolved_pooling,
-    weights_fingerprint,
-)
+from .model import OrcaModel, is_encoder
 from .template import Encoded, encode
 
+__all__ = [
+    "BackboneMismatchError",
+    "OrcaJudge",
+    "OrcaPrediction",
+    "batched_logits",
+    "encode_item",
+    "pad_token_id",
+    "predictions_from_logits",
+]
 
-class BackboneMismatchError(CheckpointError):
-    """The backbone weights differ from those the checkpoint was trained on."""
+
+def __getattr__(name: str) -> Any:
+    # Moved to orca_judge.checkpoint; old imports keep working with a warning.
+    if name == "load_adapter":
+        from . import checkpoint
+
+        warnings.warn(
+            "orca_judge.judge.load_adapter moved to orca_judge.checkpoint.load_adapter",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return checkpoint.load_adapter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -50,51 +63,6 @@ class OrcaPrediction:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def load_adapter(backbone: nn.Module, adapter_dir: Path, trainable: bool = False):
-    """Attach a saved LoRA adapter, accepting keys saved from a causal-LM wrapper.
-
-    Every adapter weight the model expects must be present, otherwise CheckpointError.
-    Returns (peft_model, lora_config, adapter_state).
-    """
-    from peft import (
-        LoraConfig,
-        get_peft_model,
-        get_peft_model_state_dict,
-        set_peft_model_state_dict,
-    )
-    from safetensors.torch import load_file
-
-    lora = LoraConfig.from_pretrained(str(adapter_dir))
-    lora.task_type = None
-    lora.inference_mode = not trainable
-    weights = adapter_dir / "adapter_model.safetensors"
-    if weights.exists():
-        saved = load_file(weights)
-    elif (adapter_dir / "adapter_model.bin").exists():
-        saved = torch.load(adapter_dir / "adapter_model.bin", map_location="cpu", weights_only=True)
-    else:
-        raise CheckpointError(f"{adapter_dir}: missing adapter_model.safetensors")
-    for p in backbone.parameters():
-        p.requires_grad_(False)
-    peft_model = get_peft_model(backbone, lora)
-    expected = set(get_peft_model_state_dict(peft_model))
-    state = {}
-    for key, value in saved.items():
-        # Adapters saved on XForCausalLM carry one extra "model." level.
-        alt = key.replace("base_model.model.model.", "base_model.model.", 1)
-        state[key if key in expected else alt] = value
-    missing = expected - set(state)
-    if missing:
-        raise CheckpointError(
-            f"{weights}: adapter does not match the backbone; "
-            f"{len(missing)} weights missing, e.g. {sorted(missing)[0]}"
-        )
-    set_peft_model_state_dict(peft_model, {k: state[k] for k in expected})
-    for name, p in peft_model.named_parameters():
-        p.requires_grad_(trainable and "lora_" in name)
-    return peft_model, lora, {k: state[k] for k in sorted(expected)}
 
 
 class OrcaJudge:
@@ -131,54 +99,25 @@ class OrcaJudge:
         merge: bool = True,
     ) -> OrcaJudge:
         """Load a native or published-layout checkpoint (a directory, or a Hub id if cached)."""
-        from transformers import AutoTokenizer
-
         path = Path(path_or_hub_id)
         if not path.exists():
             path = _hub_snapshot(str(path_or_hub_id))
-        ckpt = read_checkpoint(path, backbone=backbone)
-        cfg = ckpt.config
-        dev = resolve_device(device)
-        torch_dtype = (
-            dtype if isinstance(dtype, torch.dtype) else resolve_dtype(dtype or cfg.dtype, dev)
+        loaded = load_model(
+            path,
+            device=device,
+            dtype=dtype,
+            backbone=backbone,
+            strict_backbone=strict_backbone,
+            merge=merge,
         )
-        tokenizer = AutoTokenizer.from_pretrained(str(ckpt.tokenizer_dir))
-        base = load_backbone(cfg.backbone, torch_dtype)
-        fingerprint = weights_fingerprint(base)
-        if ckpt.backbone_fingerprint and fingerprint != ckpt.backbone_fingerprint:
-            msg = (
-                f"{path}: backbone {cfg.backbone!r} has weight fingerprint {fingerprint}, but the "
-                f"checkpoint was trained on {ckpt.backbone_fingerprint}; predictions are not valid"
-            )
-            if strict_backbone:
-                raise BackboneMismatchError(msg)
-            warnings.warn(msg, stacklevel=2)
-        adapter = None
-        if ckpt.adapter_dir is not None:
-            peft_model, lora, state = load_adapter(base, ckpt.adapter_dir)
-            adapter = (lora, state)
-            base = peft_model.merge_and_unload() if merge else peft_model
-        pooling = ckpt.pooling or resolved_pooling(cfg, base.config)
-        model = OrcaModel(base, cfg.likelihood, pooling, base.config.hidden_size)
-        expected_shape = tuple(model.head.weight.shape)
-        if tuple(ckpt.head["weight"].shape) != expected_shape:
-            raise CheckpointError(
-                f"{path}: head weight shape {tuple(ckpt.head['weight'].shape)} does "
-                f"not fit likelihood {cfg.likelihood!r} on this backbone "
-                f"(expected {expected_shape})"
-            )
-        model.head.load_state_dict({k: v.float() for k, v in ckpt.head.items()})
-        for p in model.parameters():
-            p.requires_grad_(False)
-        model.to(dev)
         return cls(
-            model,
-            tokenizer,
-            cfg,
-            backbone_fingerprint=fingerprint,
-            adapter=adapter,
-            metrics=ckpt.metrics,
-            device=dev,
+            loaded.model,
+            loaded.tokenizer,
+            loaded.contents.config,
+            backbone_fingerprint=loaded.backbone_fingerprint,
+            adapter=loaded.adapter,
+            metrics=loaded.contents.metrics,
+            device=loaded.device,
         )
 
     def fingerprint(self) -> str:
@@ -207,17 +146,14 @@ class OrcaJudge:
 
     def save_pretrained(self, directory: str | Path) -> Path:
         """Write this judge as a native checkpoint that from_pretrained reads back exactly."""
-        lora, state = self.adapter if self.adapter is not None else (None, None)
-        return write_checkpoint(
+        return save_model(
             directory,
+            self.model,
+            self.tokenizer,
             config=self.config,
-            head=self.model.head.state_dict(),
-            adapter_config=lora,
-            adapter_state=state,
-            tokenizer=self.tokenizer,
             backbone_fingerprint=self.backbone_fingerprint,
-            pooling=self.model.pooling,
             metrics=self.metrics,
+            adapter=self.adapter,
         )
 
     def encode(self, item: OrcaItem | Mapping[str, Any]) -> Encoded:
@@ -321,8 +257,6 @@ def batched_logits(
     progress: bool = False,
 ) -> torch.Tensor:
     """Logits for all encoded items in the original order, using length-sorted batches."""
-    from tqdm.auto import tqdm
-
     from .model import collate
 
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
@@ -331,7 +265,7 @@ def batched_logits(
     model.eval()
     starts = range(0, len(order), batch_size)
     with torch.inference_mode():
-        for start in tqdm(starts, desc="scoring", unit="batch", disable=not progress):
+        for start in progress_bar(starts, "scoring", progress, unit="batch"):
             idx = order[start : start + batch_size]
             ids, mask = collate([encoded[i].input_ids for i in idx], pad_id, device=device)
             out[idx] = model(ids, mask).float().cpu()

@@ -35,19 +35,20 @@ class BackboneLoadError(RuntimeError):
     """The backbone could not be loaded (for example offline with no local copy)."""
 
 
-def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
-    """Backbone dtype: fp32 on CPU, bf16 on GPUs that support it, unless named explicitly."""
-    if name != "auto":
-        return getattr(torch, name)
-    if device.type == "cuda" and torch.cuda.is_bf16_supported():
-        return torch.bfloat16
-    return torch.float32
+def __getattr__(name: str):
+    # Device and dtype resolution moved to aqua_tasks.devices (one rule for every model).
+    if name in ("resolve_device", "resolve_dtype"):
+        import warnings
 
+        from aqua_tasks import devices
 
-def resolve_device(device: str | torch.device | None) -> torch.device:
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+        warnings.warn(
+            f"orca_judge.model.{name} moved to aqua_tasks.devices.{name}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(devices, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_backbone(backbone: str, dtype: torch.dtype) -> nn.Module:

@@ -12,7 +12,6 @@ import math
 import os
 import random
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,25 +19,27 @@ from typing import Any
 
 import torch
 
+from aqua_tasks.cli_common import progress as progress_bar
+from aqua_tasks.devices import resolve_device, resolve_dtype
+
 from . import likelihoods
 from .checkpoint import (
-    METRICS_FILE,
-    atomic_write_text,
+    load_model,
     read_checkpoint,
     recover_interrupted,
-    write_checkpoint,
+    save_model,
+    update_config,
+    update_metrics,
 )
 from .config import OrcaConfig
 from .data import OrcaItem, filter_by_length
-from .judge import batched_logits, encode_item, load_adapter, pad_token_id
+from .judge import batched_logits, encode_item, pad_token_id
 from .metrics import agreement, tune_clamp_threshold
 from .model import (
     OrcaModel,
     add_lora,
     collate,
     load_backbone,
-    resolve_device,
-    resolve_dtype,
     resolved_pooling,
     weights_fingerprint,
 )
@@ -86,39 +87,36 @@ def epoch_batches(
 
 def build_model(cfg: OrcaConfig, device: torch.device, init_from: str | Path | None = None):
     """(model, tokenizer, fingerprint): fresh LoRA + head, or continued from a checkpoint."""
+    from peft import PeftModel
     from transformers import AutoTokenizer
 
     torch.manual_seed(cfg.seed)
-    base = load_backbone(cfg.backbone, resolve_dtype(cfg.dtype, device))
-    fingerprint = weights_fingerprint(base)
-    pooling = resolved_pooling(cfg, base.config)
     if init_from is None:
+        base = load_backbone(cfg.backbone, resolve_dtype(cfg.dtype, device))
+        fingerprint = weights_fingerprint(base)
         tokenizer = AutoTokenizer.from_pretrained(cfg.backbone)
         backbone = add_lora(base, cfg)
-        model = OrcaModel(backbone, cfg.likelihood, pooling, base.config.hidden_size)
+        model = OrcaModel(
+            backbone, cfg.likelihood, resolved_pooling(cfg, base.config), base.config.hidden_size
+        )
         model.init_head(cfg.seed)
-    else:
-        ckpt = read_checkpoint(init_from)
-        if ckpt.backbone_fingerprint and ckpt.backbone_fingerprint != fingerprint:
-            warnings.warn(
-                f"{init_from}: trained on other backbone weights than {cfg.backbone!r}",
-                stacklevel=2,
-            )
-        if ckpt.config.likelihood != cfg.likelihood:
-            raise ValueError(
-                f"{init_from}: likelihood {ckpt.config.likelihood!r} cannot continue as "
-                f"{cfg.likelihood!r}"
-            )
-        tokenizer = AutoTokenizer.from_pretrained(str(ckpt.tokenizer_dir))
-        if ckpt.adapter_dir is not None:
-            backbone, _, _ = load_adapter(base, ckpt.adapter_dir, trainable=True)
-        else:
-            backbone = add_lora(base, cfg)
-        model = OrcaModel(backbone, cfg.likelihood, pooling, base.config.hidden_size)
-        model.head.load_state_dict({k: v.float() for k, v in ckpt.head.items()})
-    for p in model.head.parameters():
-        p.requires_grad_(True)
-    return model.to(device), tokenizer, fingerprint
+        return model.to(device), tokenizer, fingerprint
+    ckpt = read_checkpoint(init_from, backbone=cfg.backbone)
+    if ckpt.config.likelihood != cfg.likelihood:
+        raise ValueError(
+            f"{init_from}: likelihood {ckpt.config.likelihood!r} cannot continue as "
+            f"{cfg.likelihood!r}"
+        )
+    loaded = load_model(ckpt, device=device, dtype=cfg.dtype, trainable=True)
+    model = loaded.model
+    pooling = resolved_pooling(cfg, model.backbone.config)
+    if pooling != model.pooling:
+        raise ValueError(
+            f"{init_from}: trained with {model.pooling!r} pooling, cannot continue with {pooling!r}"
+        )
+    if not isinstance(model.backbone, PeftModel):
+        model.backbone = add_lora(model.backbone, cfg)
+    return model.to(device), loaded.tokenizer, loaded.backbone_fingerprint
 
 
 def trainable_state(model: OrcaModel) -> dict[str, torch.Tensor]:
@@ -134,22 +132,8 @@ def save_best(
     metrics: dict[str, Any],
 ) -> None:
     """Write the current weights as a native checkpoint."""
-    from peft import PeftModel, get_peft_model_state_dict
-
-    lora, state = None, None
-    if isinstance(model.backbone, PeftModel):
-        lora = model.backbone.peft_config["default"]
-        state = get_peft_model_state_dict(model.backbone)
-    write_checkpoint(
-        output,
-        config=cfg,
-        head=model.head.state_dict(),
-        adapter_config=lora,
-        adapter_state=state,
-        tokenizer=tokenizer,
-        backbone_fingerprint=fingerprint,
-        pooling=model.pooling,
-        metrics=metrics,
+    save_model(
+        output, model, tokenizer, config=cfg, backbone_fingerprint=fingerprint, metrics=metrics
     )
 
 
@@ -202,8 +186,6 @@ def train(
     on_step: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> TrainResult:
     """Train a judge, keeping the best dev-rho checkpoint in `output`; resumes from `run_dir`."""
-    from tqdm.auto import tqdm
-
     output = Path(output)
     run_dir = Path(run_dir) if run_dir else output.with_name(output.name + "-run")
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -273,7 +255,7 @@ def train(
             },
         )
 
-    bar = tqdm(total=cfg.max_steps, initial=step, desc="train", unit="step", disable=not progress)
+    bar = progress_bar(None, "train", progress, unit="step", total=cfg.max_steps, initial=step)
     started = time.perf_counter()
 
     def validate(record: dict[str, Any]) -> None:
@@ -396,7 +378,6 @@ def finalize(
     info: dict[str, Any],
 ) -> dict[str, Any]:
     """Tune the clamp threshold on the best model's dev predictions; store it in the checkpoint."""
-    from .checkpoint import CONFIG_FILE
     from .likelihoods import clamp_mean
 
     means, variances = best_dev["means"], best_dev["variances"]
@@ -405,17 +386,14 @@ def finalize(
     clamped = [
         clamp_mean(m, v, threshold, cfg.clamp_margin) for m, v in zip(means, variances, strict=True)
     ]
-    meta = json.loads((output / CONFIG_FILE).read_text())
-    meta["config"]["clamp_threshold"] = threshold
-    atomic_write_text(output / CONFIG_FILE, json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    update_config(output, clamp_threshold=threshold)
     metrics = {
         **info,
         "dev": best_dev["metrics"],
         "clamp_threshold": threshold,
         "dev_clamped": agreement(clamped, human),
     }
-    atomic_write_text(output / METRICS_FILE, json.dumps(metrics, indent=2, sort_keys=True) + "\n")
-    return metrics
+    return update_metrics(output, metrics, replace=True)
 
 
 @dataclass

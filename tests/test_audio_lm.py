@@ -224,3 +224,8 @@ def test_hf_audiolm_qwen_runs_our_model_end_to_end_through_aqua_eval(
             (reply,) = sample["resps"][0]
             assert isinstance(reply, str)
     assert "AQUA-Bench (paper layout, %)" in proc.stdout
+
+
+def test_a_boolean_model_arg_that_is_not_a_boolean_is_refused_naming_it():
+    with pytest.raises(ValueError, match="trust_remote_code='maybe': expected true/false"):
+        AudioLM(pretrained="any-model", device="cpu", trust_remote_code="maybe")

@@ -1,16 +1,19 @@
-"""Checkpoint save/load round trip, the published-layout loader, and bad checkpoint directories."""
+"""Checkpoint save/load round trip, atomic updates, the published-layout loader, bad directories."""
 
 import json
+import os
 import shutil
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
 import yaml
 from orca_fixtures import synthetic_items, tiny_llama_dir, tiny_trained_checkpoint
+from safetensors.torch import load_file
 
 from orca_judge import OrcaJudge
-from orca_judge.checkpoint import CheckpointError
+from orca_judge.checkpoint import CheckpointError, load_model, update_config, update_metrics
 from orca_judge.judge import BackboneMismatchError
 
 ITEMS = synthetic_items(12, seed=5, prefix="eval")
@@ -42,6 +45,16 @@ def test_checkpoint_records_backbone_identity_config_and_attribution():
     )
     assert "CC-BY-4.0" in (root / "README.md").read_text()
     assert "clamp_threshold" in json.loads((root / "metrics.json").read_text())
+
+
+def test_model_card_of_a_trained_judge_quotes_its_tuned_clamp_threshold_and_final_metrics():
+    root = tiny_trained_checkpoint()
+    threshold = json.loads((root / "orca_judge.json").read_text())["config"]["clamp_threshold"]
+    metrics = json.loads((root / "metrics.json").read_text())
+    card = (root / "README.md").read_text()
+    assert f"clamp threshold: {threshold}." in card
+    assert f"- steps: {metrics['steps']}" in card
+    assert f"- stopped_early: {metrics['stopped_early']}" in card
 
 
 def test_predictions_carry_both_scales_distribution_and_token_counts():
@@ -172,3 +185,145 @@ def test_different_backbone_weights_warn_or_refuse(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         OrcaJudge.from_pretrained(tiny_trained_checkpoint())
+
+
+def _snapshot(root):
+    return {p.relative_to(root): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_unmerged_judge_saves_the_same_head_adapter_and_config_it_loaded(tmp_path):
+    original = tiny_trained_checkpoint()
+    OrcaJudge.from_pretrained(original, merge=False).save_pretrained(tmp_path / "copy")
+    saved, expected = _snapshot(tmp_path / "copy"), _snapshot(original)
+    for name in ("orca_judge.json", "head.safetensors", "metrics.json", "README.md"):
+        assert saved[Path(name)] == expected[Path(name)], name
+    adapter = Path("adapter") / "adapter_model.safetensors"
+    assert load_file(tmp_path / "copy" / adapter).keys() == load_file(original / adapter).keys()
+    for key, value in load_file(original / adapter).items():
+        assert torch.equal(load_file(tmp_path / "copy" / adapter)[key], value)
+
+
+def test_trainable_load_gives_the_judges_logits_with_lora_and_head_trainable():
+    from orca_judge.judge import batched_logits, encode_item, pad_token_id
+
+    judge = OrcaJudge.from_pretrained(tiny_trained_checkpoint())
+    expected, encoded = judge.logits(ITEMS, batch_size=4)
+    loaded = load_model(tiny_trained_checkpoint(), trainable=True)
+    trainable = {n for n, p in loaded.model.named_parameters() if p.requires_grad}
+    assert trainable and all("lora_" in n or n.startswith("head.") for n in trainable)
+    assert {"head.weight", "head.bias"} <= trainable
+    backbone_config = loaded.model.backbone.config
+    assert [encode_item(loaded.tokenizer, it, judge.config, backbone_config) for it in ITEMS] == (
+        encoded
+    )
+    got = batched_logits(
+        loaded.model,
+        encoded,
+        pad_id=pad_token_id(loaded.tokenizer),
+        batch_size=4,
+        device=loaded.device,
+    )
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_judge_loading_goes_through_the_one_checkpoint_loader(monkeypatch):
+    import orca_judge.judge as judge_module
+
+    calls = []
+
+    def spy(source, **kwargs):
+        calls.append((source, kwargs))
+        return load_model(source, **kwargs)
+
+    monkeypatch.setattr(judge_module, "load_model", spy)
+    OrcaJudge.from_pretrained(tiny_trained_checkpoint(), device="cpu")
+    assert calls == [
+        (
+            tiny_trained_checkpoint(),
+            {
+                "device": "cpu",
+                "dtype": None,
+                "backbone": None,
+                "strict_backbone": False,
+                "merge": True,
+            },
+        )
+    ]
+
+
+def test_clamp_threshold_update_rewrites_only_that_field_and_validates(tmp_path):
+    root = shutil.copytree(tiny_trained_checkpoint(), tmp_path / "ckpt")
+    before = json.loads((root / "orca_judge.json").read_text())
+    config = update_config(root, clamp_threshold=0.02)
+    after = json.loads((root / "orca_judge.json").read_text())
+    assert config.clamp_threshold == 0.02 and after["config"]["clamp_threshold"] == 0.02
+    before["config"]["clamp_threshold"] = 0.02
+    assert after == before
+    with pytest.raises(ValueError, match=r"OrcaConfig\.likelihood='gaussian'"):
+        update_config(root, likelihood="gaussian")
+    assert json.loads((root / "orca_judge.json").read_text()) == after
+    assert OrcaJudge.from_pretrained(root).config.clamp_threshold == 0.02
+
+
+def test_metrics_update_merges_entries_or_replaces_the_file(tmp_path):
+    root = shutil.copytree(tiny_trained_checkpoint(), tmp_path / "ckpt")
+    before = json.loads((root / "metrics.json").read_text())
+    merged = update_metrics(root, {"heldout": {"n": 3}})
+    assert merged == {**before, "heldout": {"n": 3}}
+    assert json.loads((root / "metrics.json").read_text()) == merged
+    assert update_metrics(root, {"steps": 1}, replace=True) == {"steps": 1}
+    assert (root / "metrics.json").read_text() == '{\n  "steps": 1\n}\n'
+
+
+@pytest.mark.parametrize(
+    ("update", "victim"),
+    [
+        (lambda root: update_metrics(root, {"heldout": {"n": 3}}), "metrics.json"),
+        (lambda root: update_config(root, clamp_threshold=0.02), "orca_judge.json"),
+    ],
+)
+def test_an_update_that_fails_at_the_rename_leaves_the_old_file_and_no_debris(
+    tmp_path, monkeypatch, update, victim
+):
+    root = shutil.copytree(tiny_trained_checkpoint(), tmp_path / "ckpt")
+    before = _snapshot(root)
+
+    def crash(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError, match="No space left"):
+        update(root)
+    assert _snapshot(root) == before
+    assert json.loads((root / victim).read_text()) == json.loads(before[Path(victim)])
+
+
+def test_a_metric_that_is_not_json_leaves_metrics_json_untouched(tmp_path):
+    root = shutil.copytree(tiny_trained_checkpoint(), tmp_path / "ckpt")
+    before = _snapshot(root)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        update_metrics(root, {"when": object()})
+    assert _snapshot(root) == before
+
+
+def test_updated_files_keep_the_usual_permissions(tmp_path):
+    root = shutil.copytree(tiny_trained_checkpoint(), tmp_path / "ckpt")
+    mode = (root / "metrics.json").stat().st_mode & 0o777
+    update_metrics(root, {"heldout": {"n": 3}})
+    update_config(root, clamp_threshold=0.02)
+    assert (root / "metrics.json").stat().st_mode & 0o777 == mode
+    assert (root / "orca_judge.json").stat().st_mode & 0o777 == mode
+
+
+def test_published_layout_checkpoints_are_not_updated_in_place(tmp_path):
+    _published_checkpoint(tmp_path / "pub", "beta", 2)
+    with pytest.raises(CheckpointError, match="only native checkpoints update"):
+        update_metrics(tmp_path / "pub", {"heldout": {}})
+
+
+def test_load_adapter_stays_importable_from_the_judge_module_with_a_warning():
+    from orca_judge import checkpoint
+
+    with pytest.warns(DeprecationWarning, match="moved to orca_judge.checkpoint.load_adapter"):
+        from orca_judge.judge import load_adapter
+    assert load_adapter is checkpoint.load_adapter

@@ -1,8 +1,12 @@
 """orca-train and orca-score end to end on the tiny offline backbone."""
 
+import builtins
+import errno
+import io
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from orca_fixtures import synthetic_items, tiny_llama_dir, tiny_trained_checkpoint, write_jsonl
 
@@ -171,3 +175,73 @@ def test_orca_score_text_output_and_missing_checkpoint_error(tmp_path, capsys):
     assert "scored 4 items" in text and "raw      rho" in text
     code = cli_score.main(["--checkpoint", str(tmp_path / "nope"), "--input", str(path)])
     assert code == 2 and "nope" in capsys.readouterr().err
+
+
+class _DiskFillsUp:
+    """A writable file that takes half of what it is given, then fails like a full disk."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def write(self, text):
+        self._handle.write(text[: len(text) // 2])
+        self._handle.flush()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def __getattr__(self, name):
+        return getattr(self._handle, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._handle.close()
+
+
+def test_orca_train_disk_full_while_adding_held_out_metrics_keeps_metrics_json_intact(
+    tmp_path, monkeypatch
+):
+    import orca_judge.judge as judge_module
+
+    train = write_jsonl(tmp_path / "train.jsonl", synthetic_items(32, 1, "tr"))
+    dev = write_jsonl(tmp_path / "dev.jsonl", synthetic_items(20, 2, "dv"))
+    real_open, real_score, armed, seen = io.open, judge_module.OrcaJudge.score, [], {}
+
+    def open_after_scoring(file, mode="r", *args, **kwargs):
+        handle = real_open(file, mode, *args, **kwargs)
+        return _DiskFillsUp(handle) if armed and "w" in mode else handle
+
+    def score_then_fill_the_disk(self, *args, **kwargs):
+        # Everything training wrote is in place now; remember it, then fail the next writes.
+        out = tmp_path / "ckpt"
+        seen.update({p.name: p.read_bytes() for p in out.iterdir() if p.is_file()})
+        armed.append(True)
+        return real_score(self, *args, **kwargs)
+
+    monkeypatch.setattr(io, "open", open_after_scoring)
+    monkeypatch.setattr(builtins, "open", open_after_scoring)
+    monkeypatch.setattr(judge_module.OrcaJudge, "score", score_then_fill_the_disk)
+    argv = ["--train", str(train), "--dev", str(dev), "--backbone", str(tiny_llama_dir())]
+    argv += ["--output", str(tmp_path / "ckpt"), "--max-steps", "3", "--heldout-fraction", "0.5"]
+    with pytest.raises(OSError, match="No space left"):
+        cli_train.main([*argv, *TINY])
+    monkeypatch.undo()
+    after = {p.name: p.read_bytes() for p in (tmp_path / "ckpt").iterdir() if p.is_file()}
+    assert after == seen and "heldout" not in json.loads(after["metrics.json"])
+
+
+def test_orca_train_boolean_flags_take_the_shared_spellings(tmp_path, capsys):
+    args = cli_train.build_parser().parse_args(["--output", "o", "--use-question", "OFF"])
+    assert args.use_question is False
+    assert (
+        cli_train.build_parser()
+        .parse_args(["--output", "o", "--use-rationale", "none"])
+        .use_rationale
+        is None
+    )
+    with pytest.raises(SystemExit) as exit_info:
+        cli_train.main(["--output", str(tmp_path / "o"), "--use-question", "perhaps"])
+    assert exit_info.value.code == 2
+    assert "argument --use-question: expected true/false, yes/no, on/off or 1/0, got 'perhaps'" in (
+        capsys.readouterr().err
+    )

@@ -4,11 +4,18 @@ import json
 
 import pytest
 import torch
-from orca_fixtures import synthetic_items, tiny_config
+from orca_fixtures import synthetic_items, tiny_config, tiny_trained_checkpoint
 
 from orca_judge import OrcaJudge
 from orca_judge.data import load_items
-from orca_judge.train import Stage, epoch_batches, lr_multiplier, train, train_curriculum
+from orca_judge.train import (
+    Stage,
+    build_model,
+    epoch_batches,
+    lr_multiplier,
+    train,
+    train_curriculum,
+)
 
 TRAIN = load_items(synthetic_items(64, 1, "tr"))
 DEV = load_items(synthetic_items(24, 2, "dv"))
@@ -137,3 +144,29 @@ def test_undefined_dev_correlation_still_keeps_a_checkpoint(tmp_path):
         tiny_config(max_steps=2, eval_every=2), TRAIN, same, tmp_path / "j", progress=False
     )
     assert result.best_step == 0 and (tmp_path / "j" / "head.safetensors").exists()
+
+
+def test_continuing_from_a_checkpoint_builds_the_model_with_the_checkpoint_loader(monkeypatch):
+    import orca_judge.train as train_module
+    from orca_judge.checkpoint import load_model
+
+    calls = []
+
+    def spy(source, **kwargs):
+        calls.append(kwargs)
+        return load_model(source, **kwargs)
+
+    monkeypatch.setattr(train_module, "load_model", spy)
+    checkpoint = tiny_trained_checkpoint()
+    model, tokenizer, fingerprint = build_model(tiny_config(), torch.device("cpu"), checkpoint)
+    assert calls == [{"device": torch.device("cpu"), "dtype": "auto", "trainable": True}]
+    judge = OrcaJudge.from_pretrained(checkpoint)
+    assert torch.equal(model.head.weight, judge.model.head.weight)
+    assert fingerprint == judge.backbone_fingerprint and len(tokenizer) == len(judge.tokenizer)
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert "head.weight" in trainable and any("lora_" in n for n in trainable)
+
+
+def test_continuing_with_another_pooling_is_refused():
+    with pytest.raises(ValueError, match="'last' pooling, cannot continue with 'mean'"):
+        build_model(tiny_config(pooling="mean"), torch.device("cpu"), tiny_trained_checkpoint())
