@@ -127,10 +127,14 @@ def output_file(path: Path, kind: str, name: str, stamp: str, recorded: object) 
     return OutputFile(path, kind, name, stamp, path.stat().st_mtime, "mtime")
 
 
+def oldest_first(files: Iterable[OutputFile]) -> list[OutputFile]:
+    """Files by time; equal times by time stamp, then path, so the order is deterministic."""
+    return sorted(files, key=lambda f: (f.time, f.stamp, str(f.path)))
+
+
 def newest(files: Iterable[OutputFile]) -> dict[str, OutputFile]:
-    """The newest file per name, by time (then time stamp, then path, for equal times)."""
-    ordered = sorted(files, key=lambda f: (f.time, f.stamp, str(f.path)))
-    return {f.name: f for f in ordered}
+    """The newest file per name."""
+    return {f.name: f for f in oldest_first(files)}
 
 
 @dataclass(frozen=True)
@@ -199,13 +203,13 @@ def _recorded_dates(results: Iterable[Path]) -> tuple[dict, dict[Path, Any]]:
     return dates, payloads
 
 
-def _files_of(path: Path, found: Sequence[tuple[str, Path, re.Match]]) -> RunFiles:
+def _files_of(path: Path, folder: Path, found: Sequence[tuple[str, Path, re.Match]]) -> RunFiles:
     dates, payloads = _recorded_dates(p for kind, p, _ in found if kind == "results")
     timed = _timed(found, dates)
-    results = tuple(sorted(timed["results"], key=lambda f: (f.time, f.stamp, str(f.path))))
+    results = tuple(oldest_first(timed["results"]))
     return RunFiles(
         path=path,
-        folder=found[0][1].parent,
+        folder=folder,
         results=results,
         samples=tuple(newest(timed["samples"]).values()),
         judges=tuple(newest(timed["judge"]).values()),
@@ -221,8 +225,7 @@ def find_outputs(path: str | Path) -> RunFiles:
     if path.is_dir():
         found = _harness_files(path)
         if found:
-            _one_folder(path, found)
-            return _files_of(path, found)
+            return _files_of(path, _one_folder(path, found), found)
         authors = sorted(p for p in path.glob("*.json") if p.is_file())
         return RunFiles(path=path, authors=tuple(authors))
     for kind, pattern in (
@@ -239,7 +242,7 @@ def find_outputs(path: str | Path) -> RunFiles:
                     sample_match = SAMPLES_NAME.match(sibling.name)
                     if sample_match and sample_match.group("stamp") == stamp:
                         found.append(("samples", sibling, sample_match))
-            return _files_of(path, found)
+            return _files_of(path, path.parent, found)
     if path.suffix == ".jsonl":  # samples under another name: the task comes from the docs
         return RunFiles(
             path=path, folder=path.parent, samples=(output_file(path, "samples", "", "", None),)
