@@ -1,7 +1,8 @@
 """Read back the per-item results that `metric: orca` writes beside lm-eval's output.
 
 One `orca_<task>_<filter>_<timestamp>.jsonl` per judge pass (see `lm_eval_metric.write_per_item`);
-a run folder may hold several passes of the same task and filter, of which the newest counts.
+a run folder may hold several passes of the same task and filter, of which the newest counts
+(found and ordered by `aqua_tasks.runs`, as every other file of a run).
 """
 
 from __future__ import annotations
