@@ -13,9 +13,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from aqua_tasks.cli_score import score_replies
 from aqua_tasks.data import AquaDataError
-from aqua_tasks.lm_eval_task import audio_enabled
 from aqua_tasks.regress import (
     JUDGE_METRIC,
     MIN_CA_CLIPS,
@@ -25,18 +23,10 @@ from aqua_tasks.regress import (
     compare_task,
     judge,
 )
-from aqua_tasks.replies import (
-    SavedReply,
-    find_reply_files,
-    iter_tasks,
-    read_authors_results,
-    read_samples_file,
-    task_from_samples_name,
-)
-from aqua_tasks.report import RunReadError, newest_results_file, read_json, run_label
+from aqua_tasks.runs import RunItem, iter_tasks, read_run, require_aqua_items, score_items
 from aqua_tasks.scoring import metric_value
 from aqua_tasks.serialize import json_safe
-from orca_judge.lm_eval_results import JudgeResults, JudgeResultsError, find_judge_results
+from orca_judge.lm_eval_results import JudgeResults, JudgeResultsError, read_judge_results
 
 EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 1, 2
 # Manifest fields that must match; package_version and the file name may differ.
@@ -68,136 +58,46 @@ SCORE_CHUNK = 500
 
 
 @dataclass(frozen=True)
-class SampleRecord:
-    """What lm-eval logged about one item besides the reply: hashes and the doc."""
-
-    prompt_hash: str | None
-    doc_hash: str | None
-    doc: Mapping
-
-
-@dataclass(frozen=True)
-class Run:
+class ComparedRun:
     """A run's replies with what is needed to tell whether two runs are comparable.
 
-    `samples` holds AQUA items by (task, item id) and other tasks' docs by (task, doc_id);
-    `judges` the ORCA per-item results by (task, filter); `judge_meta` what the results
-    file records about each task's judge (`metadata.orca_inputs`).
+    `samples` holds every logged item by (task, item id) for AQUA tasks and (task, doc_id)
+    for others; `judges` the ORCA per-item results by (task, filter); `judge_meta` what the
+    results file records about each task's judge (`metadata.orca_inputs`).
     """
 
     path: Path
     label: str
-    replies: list[SavedReply]
-    samples: dict[tuple[str, int], SampleRecord]
+    replies: list[RunItem]
+    samples: dict[tuple[str, int], RunItem]
     audio: dict[str, bool]
     judges: dict[tuple[str, str], JudgeResults] = dataclasses.field(default_factory=dict)
     judge_meta: dict[str, Mapping] = dataclasses.field(default_factory=dict)
 
 
-def _sample_records(replies: Sequence[SavedReply]) -> dict[tuple[str, int], SampleRecord]:
-    # SavedReply.source is "<file>:<line>" for lm-eval samples; re-read those lines' hashes.
-    by_file: dict[str, dict[int, tuple[str, int]]] = {}
-    for r in replies:
-        file, _, line = r.source.rpartition(":")
-        if file.endswith(".jsonl") and line.isdigit():
-            by_file.setdefault(file, {})[int(line)] = (r.task, r.item.id)
-    records: dict[tuple[str, int], SampleRecord] = {}
-    for file, wanted in by_file.items():
-        with open(file, encoding="utf-8") as handle:
-            for line_no, line in enumerate(handle, 1):
-                if line_no in wanted:
-                    sample = json.loads(line)
-                    records[wanted[line_no]] = SampleRecord(
-                        sample.get("prompt_hash"), sample.get("doc_hash"), sample.get("doc") or {}
-                    )
-    return records
-
-
-def _is_aqua_samples(file: Path) -> bool:
-    # Decided by the first sample; anything unreadable is left to read_samples_file to report.
-    with file.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                try:
-                    doc = json.loads(line).get("doc")
-                except (json.JSONDecodeError, AttributeError):
-                    return True
-                return not isinstance(doc, dict) or ("track" in doc and "options" in doc)
-    return True
-
-
-def _other_samples(file: Path) -> dict[tuple[str, int], SampleRecord]:
-    task = task_from_samples_name(file.name) or file.name
-    records = {}
-    with file.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                sample = json.loads(line)
-                key = (task, int(sample["doc_id"]))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                raise AquaDataError(f"{file}:{line_no}: not an lm-eval sample") from None
-            records[key] = SampleRecord(
-                sample.get("prompt_hash"), sample.get("doc_hash"), sample.get("doc") or {}
-            )
-    return records
-
-
-def _read_replies(
-    path: Path, judged: bool
-) -> tuple[list[SavedReply], dict[tuple[str, int], SampleRecord]]:
-    """AQUA replies, and the samples of other tasks (compared only by their judge scores)."""
-    try:
-        files = find_reply_files(path)
-    except AquaDataError:
-        if judged:  # judge results without --log_samples: only the judge can be compared
-            return [], {}
-        raise
-    replies: list[SavedReply] = []
-    others: dict[tuple[str, int], SampleRecord] = {}
-    for file in files:
-        if file.suffix != ".jsonl":
-            replies.extend(read_authors_results(file))
-        elif _is_aqua_samples(file):
-            replies.extend(read_samples_file(file))
-        else:
-            others.update(_other_samples(file))
-    if not replies and not judged and not others:
-        raise AquaDataError(f"{path}: no replies found")
-    return replies, others
-
-
-def load_run(path: Path) -> Run:
+def load_run(path: Path) -> ComparedRun:
     """Replies, logged hashes, judge results, label and audio mode of a run folder or file."""
+    run = read_run(path)
     try:
-        judges = find_judge_results(path)
+        judges = {
+            (r.task, r.filter): r for r in (read_judge_results(f.path) for f in run.files.judges)
+        }
     except JudgeResultsError as error:
         raise AquaDataError(str(error)) from None
-    replies, others = _read_replies(path, bool(judges))
-    label, audio, judge_meta = path.name, {}, {}
-    if path.is_dir():
-        try:
-            results_file, _ = newest_results_file(path)
-        except RunReadError:
-            results_file = None
-        if results_file is not None:
-            results = read_json(results_file)
-            label = run_label(results.get("config") or {})
-            configs = results.get("configs") or {}
-            audio = {
-                task: audio_enabled((cfg or {}).get("metadata") or {})
-                for task, cfg in configs.items()
-            }
-            judge_meta = {
-                task: ((cfg or {}).get("metadata") or {}).get("orca_inputs") or {}
-                for task, cfg in configs.items()
-            }
-    samples = {**others, **_sample_records(replies)}
-    return Run(path, label, replies, samples, audio, judges, judge_meta)
+    # Judge results without --log_samples: only the judge can be compared.
+    replies = run.aqua_items if judges or run.other_items else require_aqua_items(run)
+    return ComparedRun(
+        path=path,
+        label=run.label,
+        replies=replies,
+        samples={i.key: i for i in run.items},
+        audio=run.audio(),
+        judges=dict(sorted(judges.items())),
+        judge_meta={t: m.get("orca_inputs") or {} for t, m in run.task_metadata().items()},
+    )
 
 
-def _setting(reply: SavedReply, field: str) -> object:
+def _setting(reply: RunItem, field: str) -> object:
     if field == "extractor":
         return reply.extractor or reply.manifest.get("extractor") or "mmau"
     if field == "variant":
@@ -214,7 +114,7 @@ def _example(keys: Sequence[tuple[str, int]]) -> str:
     return f"{len(keys)} items, e.g. id {shown}"
 
 
-def why_not_comparable(base: Run, cand: Run) -> str | None:
+def why_not_comparable(base: ComparedRun, cand: ComparedRun) -> str | None:
     """The first reason the two runs cannot be compared item by item, or None."""
     if not (base.replies or base.judges or cand.replies or cand.judges):
         return "nothing to compare: neither run has aqua_* task replies or ORCA judge results"
@@ -256,7 +156,9 @@ def why_not_comparable(base: Run, cand: Run) -> str | None:
     return _judge_reason(base, cand)
 
 
-def _sample_reason(task: str, keys: Sequence[tuple[str, int]], base: Run, cand: Run) -> str | None:
+def _sample_reason(
+    task: str, keys: Sequence[tuple[str, int]], base: ComparedRun, cand: ComparedRun
+) -> str | None:
     """Why the logged prompts or questions of these items differ between the runs, or None."""
     both = [k for k in keys if k in base.samples and k in cand.samples]
     prompts = [
@@ -292,7 +194,7 @@ def _sample_reason(task: str, keys: Sequence[tuple[str, int]], base: Run, cand: 
     return None
 
 
-def judge_identity(run: Run, results: JudgeResults) -> dict[str, object]:
+def judge_identity(run: ComparedRun, results: JudgeResults) -> dict[str, object]:
     """checkpoint / fingerprint / clamp of a pass: from its rows, else the results file."""
     recorded = dict(results.judge or {})
     meta = run.judge_meta.get(results.task) or {}
@@ -306,7 +208,7 @@ def judge_identity(run: Run, results: JudgeResults) -> dict[str, object]:
     return recorded
 
 
-def _judge_reason(base: Run, cand: Run) -> str | None:
+def _judge_reason(base: ComparedRun, cand: ComparedRun) -> str | None:
     """Why the two runs' ORCA judge scores cannot be compared item by item, or None."""
     for key in sorted(base.judges.keys() ^ cand.judges.keys()):
         which = "baseline" if key in base.judges else "candidate"
@@ -364,18 +266,24 @@ def _judge_reason(base: Run, cand: Run) -> str | None:
     return None
 
 
-def _values(replies: list[SavedReply], progress: tqdm) -> list[dict]:
+def _values(replies: list[RunItem], progress: tqdm) -> list[dict]:
     out = []
     for start in range(0, len(replies), SCORE_CHUNK):
         chunk = replies[start : start + SCORE_CHUNK]
-        verdicts = score_replies(chunk, extractor=None, exclude_defective=False)
+        verdicts = score_items(chunk)
         out.extend(metric_value(v) for v in verdicts)
         progress.update(len(chunk))
     return out
 
 
 def _judge_comparison(
-    base: Run, cand: Run, key: tuple[str, str], *, n_boot: int, seed: int, min_units: int
+    base: ComparedRun,
+    cand: ComparedRun,
+    key: tuple[str, str],
+    *,
+    n_boot: int,
+    seed: int,
+    min_units: int,
 ) -> MetricComparison:
     task, filter_name = key
     b, c = base.judges[key].by_key(), cand.judges[key].by_key()
@@ -395,8 +303,8 @@ def _judge_comparison(
 
 
 def compare_runs(
-    base: Run,
-    cand: Run,
+    base: ComparedRun,
+    cand: ComparedRun,
     *,
     n_boot: int,
     seed: int,
@@ -488,8 +396,8 @@ def headline(
 
 
 def markdown_summary(
-    base: Run,
-    cand: Run,
+    base: ComparedRun,
+    cand: ComparedRun,
     comparisons: Sequence[MetricComparison],
     reason: str | None,
     *,
@@ -626,7 +534,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         base = load_run(args.baseline)
         cand = load_run(args.candidate)
-    except (AquaDataError, RunReadError, OSError, ValueError) as error:
+    except (AquaDataError, OSError, ValueError) as error:
         print(f"aqua-regress: error: {error}", file=sys.stderr)
         return EXIT_NOT_COMPARABLE
     reason = why_not_comparable(base, cand)

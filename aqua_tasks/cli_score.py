@@ -11,8 +11,9 @@ from pathlib import Path
 from aqua_tasks.data import TRACKS, AquaDataError
 from aqua_tasks.extract import EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
 from aqua_tasks.intervals import metric_intervals, wilson_interval
-from aqua_tasks.replies import SavedReply, iter_tasks, read_replies
-from aqua_tasks.scoring import Verdict, format_table, metric_value, score_reply, summarize
+from aqua_tasks.runs import RunItem, iter_tasks, read_run, require_aqua_items
+from aqua_tasks.runs import score_items as score_replies
+from aqua_tasks.scoring import Verdict, format_table, metric_value, summarize
 from aqua_tasks.serialize import json_safe
 
 
@@ -65,22 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def score_replies(
-    replies: Sequence[SavedReply], *, extractor: str | None, exclude_defective: bool
-) -> list[Verdict]:
-    """Verdicts for saved replies; a recorded extractor is used unless one is given."""
-    return [
-        score_reply(
-            r.item,
-            r.reply,
-            extractor=extractor or r.extractor or "mmau",
-            exclude_defective=exclude_defective or r.exclude_defective,
-        )
-        for r in replies
-    ]
-
-
-def condition_map(replies: Sequence[SavedReply], extractor: str | None) -> dict[str, dict]:
+def condition_map(replies: Sequence[RunItem], extractor: str | None) -> dict[str, dict]:
     """Per track: clip -> whether the (other) run answered the clip's Solvable item right."""
     solvable = [r for r in replies if r.item.type == "Solvable"]
     verdicts = score_replies(solvable, extractor=extractor, exclude_defective=False)
@@ -90,7 +76,7 @@ def condition_map(replies: Sequence[SavedReply], extractor: str | None) -> dict[
     return by_track
 
 
-def breakdown(replies: Sequence[SavedReply], verdicts: Sequence[Verdict], by: str) -> list[dict]:
+def breakdown(replies: Sequence[RunItem], verdicts: Sequence[Verdict], by: str) -> list[dict]:
     """Accuracy with a Wilson interval per (type, subtype) or (type, true class)."""
     cells: dict[tuple[str, str], list[bool]] = {}
     for reply, verdict in zip(replies, verdicts, strict=True):
@@ -122,9 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: exit 0 on success, 2 on unreadable or malformed input."""
     args = build_parser().parse_args(argv)
     try:
-        replies = read_replies(args.results, track=args.track)
+        replies = require_aqua_items(read_run(args.results, track=args.track))
         conditions = (
-            condition_map(read_replies(args.condition_on), args.extractor)
+            condition_map(require_aqua_items(read_run(args.condition_on)), args.extractor)
             if args.condition_on
             else None
         )

@@ -249,18 +249,31 @@ def detect_variant(options_lists: Sequence[Sequence[str]], name: str = "") -> st
     return "main"
 
 
-def detect_track(name: str, entries: Sequence[dict]) -> str | None:
-    """Guess the track from a file name or the entries' audio paths and class keys."""
+def name_track(name: str) -> str | None:
+    """The track a file name names (a released stem or `aqua_<track>`), or None."""
     lowered = name.lower()
     for track, stem in TRACK_FILE_STEMS.items():
         if stem.lower() in lowered or f"aqua_{track}" in lowered:
             return track
-    for entry in entries[:8]:
-        path = str(entry.get("audio_filename", "")).replace("\\", "/").lower()
-        if "esc-50" in path or "audio_animal" in entry:
-            return "animal"
-        if "music_dataset" in path:
-            return "music"
-        if "vocalsound" in path or "audio_16k" in path:
-            return "vocal"
     return None
+
+
+def entry_track(entry: object) -> str | None:
+    """The track one released entry's audio path or class key tells, or None."""
+    if not isinstance(entry, dict):
+        return None
+    path = str(entry.get("audio_filename", "")).replace("\\", "/").lower()
+    if "esc-50" in path or "audio_animal" in entry:
+        return "animal"
+    if "music_dataset" in path:
+        return "music"
+    if "vocalsound" in path or "audio_16k" in path:
+        return "vocal"
+    return None
+
+
+def detect_track(name: str, entries: Sequence[dict]) -> str | None:
+    """Guess the track from a file name or the entries' audio paths and class keys."""
+    return name_track(name) or next(
+        (t for t in map(entry_track, entries[:8]) if t is not None), None
+    )

@@ -11,7 +11,8 @@ import datasets
 from lm_eval.api.task import ConfigurableTask
 
 from aqua_tasks.audio import AudioFileError, AudioRoots, LazyAudio, probe_audio, resolve_audio
-from aqua_tasks.data import AquaItem, check_track, check_variant, load_items, track_file
+from aqua_tasks.data import check_track, check_variant, load_items, track_file
+from aqua_tasks.docs import audio_enabled, doc_to_item, item_to_doc
 from aqua_tasks.extract import get_extractor_name
 from aqua_tasks.manifest import MANIFEST_FIELDS, run_manifest
 from aqua_tasks.prompts import check_prompt_style, render_prompt
@@ -31,12 +32,6 @@ TRUE_STRINGS = frozenset({"1", "true", "yes", "on"})
 
 def _flag(value: object) -> bool:
     return value is True or str(value).strip().lower() in TRUE_STRINGS
-
-
-def audio_enabled(settings: Mapping) -> bool:
-    """Whether a run feeds audio (default) or is an explicit text-only run (`"audio": false`)."""
-    value = settings.get("audio", True)
-    return value is True or str(value).strip().lower() not in {"0", "false", "no", "off"}
 
 
 class AquaTask(ConfigurableTask):
@@ -62,48 +57,6 @@ class AquaTask(ConfigurableTask):
         self.config.metadata = dict(self.config.metadata or {}) | {
             "aqua_manifest": {key: first.get(key) for key in MANIFEST_FIELDS}
         }
-
-
-def item_to_doc(item: AquaItem, *, audio_path: str, audio_error: str, run: Mapping) -> dict:
-    """Flatten an item into the doc lm-eval stores: plain strings, no audio samples.
-
-    `run` holds what every item of the run shares: the manifest, extractor, exclusion flag.
-    """
-    return {
-        "id": item.id,
-        "track": item.track,
-        "variant": item.variant,
-        "type": item.type,
-        "subtype": item.subtype,
-        "question": item.question,
-        "options": list(item.options),
-        "answer": item.answer,
-        "answer_index": item.answer_index,
-        "audio_filename": item.audio_filename,
-        "true_class": item.true_class,
-        "flags": list(item.flags),
-        "audio_path": audio_path,
-        "audio_error": audio_error,
-        **run,
-    }
-
-
-def doc_to_item(doc: Mapping) -> AquaItem:
-    """Rebuild the validated item from a stored doc (lm-eval docs or logged samples)."""
-    return AquaItem(
-        id=int(doc["id"]),
-        track=doc["track"],
-        variant=doc["variant"],
-        type=doc["type"],
-        subtype=doc.get("subtype") or "",
-        question=doc["question"],
-        options=tuple(doc["options"]),
-        answer=doc["answer"],
-        answer_index=int(doc["answer_index"]),
-        audio_filename=doc["audio_filename"],
-        true_class=doc.get("true_class") or "",
-        flags=tuple(doc.get("flags") or ()),
-    )
 
 
 def build_docs(

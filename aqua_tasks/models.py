@@ -10,7 +10,7 @@ from lm_eval.api.model import LM
 from tqdm import tqdm
 
 from aqua_tasks.audio_lm import AudioLM
-from aqua_tasks.replies import read_replies
+from aqua_tasks.runs import read_run, require_aqua_items
 
 
 def _option_reply(doc: Mapping, index: int) -> str:
@@ -110,7 +110,7 @@ class ReplayLM(AquaBaselineLM):
                 "(an lm-eval --log_samples folder/file or the authors' results JSON)"
             )
         self.path = str(path)
-        self.replies = {(r.task, r.item.id): r.reply for r in read_replies(self.path)}
+        self.replies = {r.key: r.reply for r in require_aqua_items(read_run(self.path))}
 
     def answer(self, request: Instance) -> str:
         """The saved reply of this task's item."""

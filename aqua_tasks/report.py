@@ -9,15 +9,18 @@ import csv
 import io
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from aqua_tasks.data import TASK_NAME_PREFIXES
-from aqua_tasks.lm_eval_task import audio_enabled
+from aqua_tasks.docs import audio_enabled
 from aqua_tasks.results_table import GROUP, aqua_rows
+from aqua_tasks.runs import NAME_ARGS as NAME_ARGS  # moved to runs; importable from here
+from aqua_tasks.runs import RESULTS_NAME as RESULTS_NAME
+from aqua_tasks.runs import RunError, RunFiles, find_outputs, run_label
+from aqua_tasks.runs import read_json as read_run_json
 
 PLOT_HINT = "pip install 'aqua-bench-eval[plot]'"
 # Paper column order; MMAU is published but not released.
@@ -77,9 +80,6 @@ PUBLISHED_TABLE1: dict[str, dict[str, tuple[float, float, float, float]]] = {
         "mmau": (69.4, 37.2, 71.9, 91.3),
     },
 }
-# Model arguments that name the model itself, in the order they are preferred for a label.
-NAME_ARGS: tuple[str, ...] = ("pretrained", "model", "model_name", "engine")
-RESULTS_NAME = re.compile(r"^results_(.+)\.json$")
 
 
 class RunReadError(ValueError):
@@ -131,33 +131,6 @@ class ReportTable:
     sources: tuple[str, ...]
 
 
-def _args_dict(model_args: object) -> dict[str, str]:
-    if isinstance(model_args, Mapping):
-        return {str(k): str(v) for k, v in model_args.items()}
-    if isinstance(model_args, str) and model_args.strip():
-        pairs = (part.partition("=") for part in model_args.split(","))
-        return {k.strip(): v.strip() for k, _, v in pairs if k.strip()}
-    return {}
-
-
-def _short_path(value: str) -> str:
-    # Local checkpoints and reply folders are named by their last part; hub ids are kept whole.
-    return Path(value.rstrip("/")).name if value.startswith(("/", ".", "~")) else value
-
-
-def run_label(config: Mapping) -> str:
-    """A readable model label from an lm-eval results `config` (model and model_args)."""
-    model = str(config.get("model") or "model")
-    args = _args_dict(config.get("model_args"))
-    for key in NAME_ARGS:
-        if args.get(key):
-            return _short_path(args[key])
-    if not args:
-        return model
-    shown = ", ".join(f"{k}={_short_path(v)}" for k, v in sorted(args.items()))
-    return f"{model} ({shown})"
-
-
 MAIN_PREFIX = TASK_NAME_PREFIXES[("main", "plain")]
 
 
@@ -173,24 +146,28 @@ def split_task(task: str) -> tuple[str, str]:
 def read_json(path: Path) -> Any:
     """A JSON file's content; RunReadError naming the file when unreadable or malformed."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise RunReadError(f"{path}: malformed JSON ({error.msg}, line {error.lineno})") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise RunReadError(f"{path}: cannot read ({error})") from None
+        return read_run_json(path)
+    except RunError as error:
+        raise RunReadError(str(error)) from None
 
 
-def newest_results_file(run_dir: Path) -> tuple[Path, int]:
-    """The newest `results_<timestamp>.json` under a run folder, and how many there are."""
-    found = [p for p in run_dir.rglob("results_*.json") if RESULTS_NAME.match(p.name)]
-    if not found:
+def _results_of(run_dir: Path) -> RunFiles:
+    try:
+        files = find_outputs(run_dir)
+    except RunError as error:
+        raise RunReadError(str(error)) from None
+    if not files.results:
         raise RunReadError(
             f"{run_dir}: no lm-eval results (results_*.json) found; pass the --output_path "
             "folder of an aqua-eval/lm_eval run, a results_*.json file or an aqua-score --json file"
         )
-    # lm-eval's ISO timestamps sort chronologically; the path breaks ties deterministically.
-    newest = max(found, key=lambda p: (RESULTS_NAME.match(p.name).group(1), str(p)))
-    return newest, len(found)
+    return files
+
+
+def newest_results_file(run_dir: Path) -> tuple[Path, int]:
+    """The newest `results_<timestamp>.json` of a run folder (by recorded time), and how many."""
+    files = _results_of(run_dir)
+    return files.results[-1].path, len(files.results)
 
 
 def _nan_for_none(metrics: Mapping) -> dict[str, float]:
@@ -206,14 +183,14 @@ def load_run(path: str | Path) -> RunMetrics:
     path = Path(path)
     notes: list[str] = []
     if path.is_dir():
-        file, count = newest_results_file(path)
-        if count > 1:
-            notes.append(f"newest of {count} results files: {file.name}")
+        files = _results_of(path)
+        file, payload = files.results[-1].path, files.results_payload
+        if len(files.results) > 1:
+            notes.append(f"newest of {len(files.results)} results files: {file.name}")
     elif path.is_file():
-        file = path
+        file, payload = path, read_json(path)
     else:
         raise RunReadError(f"{path}: no such file or directory")
-    payload = read_json(file)
     if not isinstance(payload, dict) or not isinstance(payload.get("results"), dict):
         raise RunReadError(f"{file}: not lm-eval results or aqua-score --json output")
     if "extractor_versions" in payload:  # written by aqua-score --json

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from aqua_tasks.data import DATA_HELP, AquaDataError
+from aqua_tasks.docs import audio_enabled
 from aqua_tasks.extract import get_extractor_name
-from aqua_tasks.lm_eval_task import audio_enabled
 
 AQUA_METADATA_KEYS: tuple[str, ...] = (
     "data_dir",

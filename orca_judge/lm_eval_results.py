@@ -1,22 +1,22 @@
 """Read back the per-item results that `metric: orca` writes beside lm-eval's output.
 
 One `orca_<task>_<filter>_<timestamp>.jsonl` per judge pass (see `lm_eval_metric.write_per_item`);
-a run folder may hold several passes of the same task and filter, of which the newest counts.
+a run folder may hold several passes of the same task and filter, of which the newest counts
+(found and ordered by `aqua_tasks.runs`, as every other file of a run).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aqua_tasks.runs import JUDGE_NAME, RunError, find_outputs, iter_jsonl
+
 # The file names write_per_item gives; orca_pending_* (judge inputs of a failed pass) are not.
-PER_ITEM_NAME = re.compile(
-    r"^orca_(?!pending_).+_(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d(?:\.\d+)?)\.jsonl$"
-)
+PER_ITEM_NAME = JUDGE_NAME
 ROW_FIELDS = ("task", "filter", "index", "inputs", "orca", "expected_unit")
 
 
@@ -51,22 +51,15 @@ def read_judge_results(path: str | Path) -> JudgeResults:
     path = Path(path)
     rows = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise JudgeResultsError(f"{path}: cannot read ({error})") from None
-    for line_no, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise JudgeResultsError(f"{path}:{line_no}: malformed JSON ({error.msg})") from None
-        missing = [f for f in ROW_FIELDS if not isinstance(row, dict) or f not in row]
-        if missing or not isinstance(row["inputs"], dict):
-            raise JudgeResultsError(
-                f"{path}:{line_no}: not a per-item ORCA result (missing {', '.join(missing)})"
-            )
-        rows.append(row)
+        for line_no, row in iter_jsonl(path):
+            missing = [f for f in ROW_FIELDS if not isinstance(row, dict) or f not in row]
+            if missing or not isinstance(row["inputs"], dict):
+                raise JudgeResultsError(
+                    f"{path}:{line_no}: not a per-item ORCA result (missing {', '.join(missing)})"
+                )
+            rows.append(row)
+    except RunError as error:
+        raise JudgeResultsError(str(error)) from None
     if not rows:
         raise JudgeResultsError(f"{path}: no per-item ORCA results in it")
     sites = {(str(r["task"]), str(r["filter"])) for r in rows}
@@ -78,16 +71,12 @@ def read_judge_results(path: str | Path) -> JudgeResults:
 
 
 def find_judge_results(run: str | Path) -> dict[tuple[str, str], JudgeResults]:
-    """(task, filter) -> the newest per-item results under a run folder (or the one file)."""
-    run = Path(run)
-    if run.is_file():
-        files = [run] if PER_ITEM_NAME.match(run.name) else []
-    else:
-        files = [p for p in run.rglob("orca_*.jsonl") if PER_ITEM_NAME.match(p.name)]
-    # Timestamps sort chronologically; the path breaks ties deterministically.
-    files.sort(key=lambda p: (PER_ITEM_NAME.match(p.name).group(1), str(p)))
-    found: dict[tuple[str, str], JudgeResults] = {}
-    for file in files:
-        results = read_judge_results(file)
-        found[(results.task, results.filter)] = results
-    return dict(sorted(found.items()))
+    """(task, filter) -> the newest per-item results of a run folder (or the one file)."""
+    if not Path(run).exists():
+        return {}
+    found = {(r.task, r.filter): r for r in map(read_judge_results, _judge_paths(run))}
+    return dict(sorted(found.items(), key=lambda kv: kv[0]))
+
+
+def _judge_paths(run: str | Path) -> list[Path]:
+    return [f.path for f in find_outputs(run).judges]

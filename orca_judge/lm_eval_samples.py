@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from aqua_tasks.runs import iter_jsonl
+
 from .lm_eval_metric import OrcaMetricSettings, judge_inputs
 
 NOT_LOADED = "(field names only)"
@@ -25,17 +27,10 @@ def read_samples(path: str | Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
     samples = []
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                sample = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{line_no}: invalid JSON ({err.msg})") from None
-            if not isinstance(sample, dict) or "doc" not in sample or "target" not in sample:
-                raise ValueError(f"{path}:{line_no}: not an lm-eval sample (no doc/target)")
-            samples.append(sample)
+    for line_no, sample in iter_jsonl(path):
+        if not isinstance(sample, dict) or "doc" not in sample or "target" not in sample:
+            raise ValueError(f"{path}:{line_no}: not an lm-eval sample (no doc/target)")
+        samples.append(sample)
     return samples
 
 

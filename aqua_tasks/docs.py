@@ -1,0 +1,62 @@
+"""The doc lm-eval stores for an AQUA item, and the run setting that decides its audio."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aqua_tasks.data import AquaItem
+
+FALSE_STRINGS = frozenset({"0", "false", "no", "off"})
+
+
+def audio_enabled(settings: Mapping) -> bool:
+    """Whether a run feeds audio (default) or is an explicit text-only run (`"audio": false`)."""
+    value = settings.get("audio", True)
+    return value is True or str(value).strip().lower() not in FALSE_STRINGS
+
+
+def item_to_doc(item: AquaItem, *, audio_path: str, audio_error: str, run: Mapping) -> dict:
+    """Flatten an item into the doc lm-eval stores: plain strings, no audio samples.
+
+    `run` holds what every item of the run shares: the manifest, extractor, exclusion flag.
+    """
+    return {
+        "id": item.id,
+        "track": item.track,
+        "variant": item.variant,
+        "type": item.type,
+        "subtype": item.subtype,
+        "question": item.question,
+        "options": list(item.options),
+        "answer": item.answer,
+        "answer_index": item.answer_index,
+        "audio_filename": item.audio_filename,
+        "true_class": item.true_class,
+        "flags": list(item.flags),
+        "audio_path": audio_path,
+        "audio_error": audio_error,
+        **run,
+    }
+
+
+def is_aqua_doc(doc: object) -> bool:
+    """Whether a logged doc is one of an AQUA task (it carries the track and the options)."""
+    return isinstance(doc, Mapping) and "track" in doc and "options" in doc
+
+
+def doc_to_item(doc: Mapping) -> AquaItem:
+    """Rebuild the validated item from a stored doc (lm-eval docs or logged samples)."""
+    return AquaItem(
+        id=int(doc["id"]),
+        track=doc["track"],
+        variant=doc["variant"],
+        type=doc["type"],
+        subtype=doc.get("subtype") or "",
+        question=doc["question"],
+        options=tuple(doc["options"]),
+        answer=doc["answer"],
+        answer_index=int(doc["answer_index"]),
+        audio_filename=doc["audio_filename"],
+        true_class=doc.get("true_class") or "",
+        flags=tuple(doc.get("flags") or ()),
+    )
