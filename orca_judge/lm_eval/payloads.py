@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from .settings import OrcaMetricSettings
@@ -10,14 +11,16 @@ from .settings import OrcaMetricSettings
 PAYLOAD_MARK = "orca_figure"
 FIGURES = ("orca", "orca_disagreement", "orca_with_question")
 AGREEMENT_FIGURES = ("orca_rho", "orca_tau", "orca_mae")
-HIGHER_IS_BETTER = {
-    "orca": True,
-    "orca_disagreement": False,
-    "orca_with_question": True,
-    "orca_rho": True,
-    "orca_tau": True,
-    "orca_mae": False,
-}
+HIGHER_IS_BETTER = MappingProxyType(
+    {
+        "orca": True,
+        "orca_disagreement": False,
+        "orca_with_question": True,
+        "orca_rho": True,
+        "orca_tau": True,
+        "orca_mae": False,
+    }
+)
 
 
 def _text(value: Any) -> str:
