@@ -91,7 +91,7 @@ def _no_folder() -> Path | None:
     return None
 
 
-@dataclass
+@dataclass(eq=False)  # a session is itself, not its contents
 class JudgeSession:
     """Judges loaded and passes run for one evaluation, plus where its per-item files go.
 
