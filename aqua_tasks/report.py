@@ -19,30 +19,6 @@ from aqua_tasks.data import TASK_NAME_PREFIXES
 from aqua_tasks.lm_eval_task import audio_enabled
 from aqua_tasks.results_table import GROUP, aqua_rows
 
-if TYPE_CHECKING:
-    from orca_judge.calibration import Calibration
-
-# Moved to orca_judge.calibration; still importable from here, loaded (with torch) on use.
-CALIBRATION_NAMES = frozenset(
-    {
-        "Calibration",
-        "calibration_bins",
-        "calibration_markdown",
-        "load_calibration",
-        "load_run_calibrations",
-    }
-)
-
-
-def __getattr__(name: str) -> Any:
-    """The ORCA calibration names that moved to orca_judge.calibration."""
-    if name in CALIBRATION_NAMES:
-        from orca_judge import calibration
-
-        return getattr(calibration, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 PLOT_HINT = "pip install 'aqua-bench-eval[plot]'"
 # Paper column order; MMAU is published but not released.
 TRACK_ORDER: tuple[str, ...] = ("animal", "vocal", "music", "mmau")
@@ -451,6 +427,30 @@ def write_report(table: ReportTable, out_dir: str | Path, *, chart: bool = True)
         written["chart"] = out / "chart.png"
         plot_table(table).savefig(written["chart"], dpi=150)
     return written
+
+
+if TYPE_CHECKING:
+    from orca_judge.calibration import Calibration
+
+# Moved to orca_judge.calibration; still importable from here, loaded (with torch) on use.
+CALIBRATION_NAMES = frozenset(
+    {
+        "Calibration",
+        "calibration_bins",
+        "calibration_markdown",
+        "load_calibration",
+        "load_run_calibrations",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The ORCA calibration names that moved to orca_judge.calibration."""
+    if name in CALIBRATION_NAMES:
+        from orca_judge import calibration
+
+        return getattr(calibration, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def plot_calibration(cal: Calibration) -> Any:
