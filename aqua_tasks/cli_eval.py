@@ -10,7 +10,9 @@ from aqua_tasks.data import AquaDataError
 from aqua_tasks.registration import register_all, task_config_dir
 from aqua_tasks.results_table import paper_table
 from aqua_tasks.run_settings import check_aqua_metadata, selects_aqua_tasks
-from orca_judge.lm_eval_metric import OrcaMetricError, judge_failures, output_beside
+from orca_judge.lm_eval.compat import tracker_output_folder
+from orca_judge.lm_eval.judge_pass import JudgeSession, session_scope
+from orca_judge.lm_eval.settings import OrcaMetricError
 
 # lm-eval 0.4.13's own audio model cannot run (broken registry name, transformers 5, CUDA only).
 MODEL_ALIASES = {"hf-audiolm-qwen": "aqua-audiolm"}
@@ -26,10 +28,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     register_all()
     runs: list[dict] = []
+    failures: list[str] = []
 
     def evaluate_and_keep(*args: object, **kwargs: object) -> dict | None:
-        output_beside(kwargs.get("evaluation_tracker"))
-        results = evaluator.simple_evaluate(*args, **kwargs)
+        # Per-item judge results go where lm-eval's tracker writes the samples; each
+        # evaluation inside gets its own judge session, sharing this folder and failure log.
+        folder = tracker_output_folder(kwargs.get("evaluation_tracker"))
+        with session_scope(JudgeSession(output_folder=folder, failures=failures)):
+            results = evaluator.simple_evaluate(*args, **kwargs)
         if results is not None:
             runs.append(results)
         return results
@@ -68,12 +74,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         sys.argv = saved_argv
         del lm_eval.simple_evaluate
-        output_beside(None)
     for results in runs:
         table = paper_table(results)
         if table:
             print(f"\nAQUA-Bench (paper layout, %):\n{table}")
-    failures = judge_failures()
     for message in failures:
         print(f"aqua-eval: error: {message}", file=sys.stderr)
     return 1 if failures else 0

@@ -13,10 +13,7 @@ from aqua_tasks.report import (
     PlottingUnavailable,
     RunReadError,
     build_table,
-    calibration_markdown,
-    load_calibration,
     load_run,
-    load_run_calibrations,
     plot_calibration,
     to_markdown,
     write_report,
@@ -111,6 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ]
             payload["sources"] = list(table.sources)
         if args.orca_predictions:
+            from orca_judge.calibration import calibration_markdown, load_calibration
+
             calibration = load_calibration(args.orca_predictions, args.orca_items)
             args.out.mkdir(parents=True, exist_ok=True)
             written["orca_markdown"] = args.out / "orca_calibration.md"
@@ -120,6 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 written["orca_chart"] = args.out / "orca_calibration.png"
                 plot_calibration(calibration).savefig(written["orca_chart"], dpi=150)
         if args.orca_run:
+            from orca_judge.calibration import calibration_markdown, load_run_calibrations
+
             calibrations = load_run_calibrations(args.orca_run)
             args.out.mkdir(parents=True, exist_ok=True)
             payload["orca_run"] = {}

@@ -28,15 +28,16 @@ def task_config_dir() -> Path:
 
 def register_all() -> None:
     """Register the AQUA and ORCA models and metric `orca`; safe to call any number of times."""
-    # lm-eval fills its model registry lazily only while it is empty: import its own models
-    # first, or registering ours would hide `hf`, `vllm`, `dummy`, ...
-    import lm_eval.api.metrics
-    import lm_eval.models  # noqa: F401
     from lm_eval.api.registry import model_registry, register_model
 
     from aqua_tasks.models import MODELS
-    from orca_judge.lm_eval_hook import install
-    from orca_judge.lm_eval_human import OrcaReplayLM
+    from orca_judge.lm_eval.compat import fill_registries
+    from orca_judge.lm_eval.human import OrcaReplayLM
+    from orca_judge.lm_eval.wiring import install
+
+    # lm-eval fills its model registry lazily only while it is empty: import its own models
+    # first, or registering ours would hide `hf`, `vllm`, `dummy`, ...
+    fill_registries()
 
     for name, cls in {**MODELS, "orca-replay": OrcaReplayLM}.items():
         if model_registry.get(name, None) is not cls:

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aqua_tasks.data import TASK_NAME_PREFIXES
 from aqua_tasks.docs import audio_enabled
@@ -406,150 +406,28 @@ def write_report(table: ReportTable, out_dir: str | Path, *, chart: bool = True)
     return written
 
 
-@dataclass(frozen=True)
-class Calibration:
-    """Judge predictions against human means on [0, 1], binned, with agreement figures."""
+if TYPE_CHECKING:
+    from orca_judge.calibration import Calibration
 
-    predicted: tuple[float, ...]
-    spread: tuple[float, ...]
-    human: tuple[float, ...]
-    bins: tuple[tuple[float, float, int], ...]
-    agreement: dict[str, float]
-
-
-def calibration_bins(
-    predicted: Sequence[float], human: Sequence[float], n_bins: int = 5
-) -> list[tuple[float, float, int]]:
-    """Equal-width bins of predicted correctness: (mean predicted, mean human, count)."""
-    if len(predicted) != len(human):
-        raise ValueError(f"got {len(predicted)} predictions for {len(human)} human means")
-    if n_bins < 1:
-        raise ValueError(f"n_bins must be >= 1, got {n_bins}")
-    sums: dict[int, list[float]] = {}
-    for p, h in zip(predicted, human, strict=True):
-        k = min(n_bins - 1, max(0, int(p * n_bins)))
-        acc = sums.setdefault(k, [0.0, 0.0, 0.0])
-        acc[0] += p
-        acc[1] += h
-        acc[2] += 1
-    return [(s[0] / s[2], s[1] / s[2], int(s[2])) for _, s in sorted(sums.items())]
+# Moved to orca_judge.calibration; still importable from here, loaded (with torch) on use.
+CALIBRATION_NAMES = frozenset(
+    {
+        "Calibration",
+        "calibration_bins",
+        "calibration_markdown",
+        "load_calibration",
+        "load_run_calibrations",
+    }
+)
 
 
-def _calibration(
-    rated: Sequence[Any], predicted: Sequence[float], variances: Sequence
-) -> Calibration:
-    """Calibration of predictions (unit scale) against rated OrcaItems, in the same order."""
-    from orca_judge.metrics import agreement
+def __getattr__(name: str) -> Any:
+    """The ORCA calibration names that moved to orca_judge.calibration."""
+    if name in CALIBRATION_NAMES:
+        from orca_judge import calibration
 
-    human = [float(it.human_mean_unit) for it in rated]
-    has_var = all(v is not None for v in variances)
-    figures = agreement(
-        list(predicted),
-        human,
-        [float(v) for v in variances] if has_var else None,
-        [float(it.human_var_unit) for it in rated],
-        [len(it.ratings) for it in rated],
-    )
-    return Calibration(
-        predicted=tuple(predicted),
-        spread=tuple(math.sqrt(max(float(v), 0.0)) if has_var else 0.0 for v in variances),
-        human=tuple(human),
-        bins=tuple(calibration_bins(predicted, human)),
-        agreement=figures,
-    )
-
-
-def load_calibration(predictions: str | Path, items: str | Path) -> Calibration:
-    """Join `orca-score --output` predictions with the rated items they were scored on."""
-    from orca_judge.data import DataError, load_items
-
-    pred_path = Path(predictions)
-    if not pred_path.is_file():
-        raise RunReadError(f"{pred_path}: no such file")
-    rows: dict[str, dict] = {}
-    for line_no, line in enumerate(pred_path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            rows[str(row["id"])] = row
-            float(row["expected_unit"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-            raise RunReadError(
-                f"{pred_path}:{line_no}: not an orca-score prediction (needs id, expected_unit)"
-            ) from None
-    try:
-        rated = [it for it in load_items(items) if it.ratings and it.id in rows]
-    except DataError as error:
-        raise RunReadError(str(error)) from None
-    if len(rated) < 2:
-        raise RunReadError(
-            f"{items}: fewer than 2 rated items match the predictions' ids; a calibration "
-            "picture needs items with human ratings"
-        )
-    return _calibration(
-        rated,
-        [float(rows[it.id]["expected_unit"]) for it in rated],
-        [rows[it.id].get("variance_unit") for it in rated],
-    )
-
-
-def load_run_calibrations(run: str | Path) -> dict[str, Calibration]:
-    """Calibrations from an lm-eval run with `metric: orca` over docs with human ratings.
-
-    One per task and filter whose per-item judge results (`orca_<task>_<filter>_*.jsonl`,
-    written beside the samples; the newest counts) carry ratings, e.g. the `orca_human` task
-    (`ratings_field: ratings`). Keyed `<task>` (filter `none`) or `<task>_<filter>`. The
-    per-item rows hold the judge's inputs, ratings included, so no items file is needed.
-    """
-    from orca_judge.data import DataError, load_items
-    from orca_judge.lm_eval_results import JudgeResultsError, find_judge_results
-
-    run = Path(run)
-    if not run.exists():
-        raise RunReadError(f"{run}: no such file or directory")
-    try:
-        found = find_judge_results(run)
-    except JudgeResultsError as error:
-        raise RunReadError(str(error)) from None
-    out: dict[str, Calibration] = {}
-    for (task, filter_name), results in found.items():
-        rated_rows = {k: r for k, r in results.by_key().items() if r["inputs"].get("ratings")}
-        if len(rated_rows) < 2:
-            continue
-        try:
-            rated = load_items([{**r["inputs"], "id": k} for k, r in rated_rows.items()])
-        except DataError as error:
-            raise RunReadError(f"{results.path}: {error}") from None
-        rows = list(rated_rows.values())
-        name = task if filter_name == "none" else f"{task}_{filter_name}"
-        out[name] = _calibration(
-            rated,
-            [float(r["expected_unit"]) for r in rows],
-            [r.get("variance_unit") for r in rows],
-        )
-    if not out:
-        raise RunReadError(
-            f"{run}: no ORCA per-item results with human ratings (orca_*.jsonl from a run with "
-            "`metric: orca` and `ratings_field:`, e.g. the orca_human task via aqua-eval "
-            "--output_path)"
-        )
-    return out
-
-
-def calibration_markdown(cal: Calibration, source: str | None = None) -> str:
-    """The agreement figures and the binned calibration as Markdown (`source`: a first line)."""
-    a = cal.agreement
-    figures = [f"{k} = {a[k]:.3f}" for k in ("rho", "tau", "mae_mu", "mae_var") if k in a]
-    lines = [f"Source: {source}", ""] if source else []
-    lines += [
-        f"ORCA judge vs human mean ratings (unit scale, n = {int(a['n'])}): " + ", ".join(figures),
-        "",
-        "| predicted (bin mean) | human mean | n |",
-        "|---|---|---|",
-    ]
-    lines += [f"| {p:.3f} | {h:.3f} | {n} |" for p, h, n in cal.bins]
-    return "\n".join(lines) + "\n"
+        return getattr(calibration, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def plot_calibration(cal: Calibration) -> Any:

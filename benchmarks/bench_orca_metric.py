@@ -65,10 +65,9 @@ def lm_eval_path(checkpoint: str, items: Path, batch_size: int) -> dict[str, flo
 
     from aqua_tasks.registration import register_all, task_config_dir
     from orca_judge import judge as judge_module
-    from orca_judge import lm_eval_metric
 
+    # Each evaluation loads its judge in its own session: the load below is this run's.
     register_all()
-    lm_eval_metric._JUDGES.clear()
     load_watch, score_watch = Stopwatch(), Stopwatch()
     cls = judge_module.OrcaJudge
     original_load, original_score = cls.__dict__["from_pretrained"], cls.score

@@ -1,0 +1,109 @@
+"""The doc-aware form of `metric: orca`: wired into built tasks before any generation.
+
+lm-eval 0.4.13 gives a registered metric only the reference and the reply, and drops the
+entry's settings when a task has its own `process_results`. Once tasks are built, their
+configs still hold every `metric_list` entry, so `prepare_tasks` (run at the start of each
+evaluation once `install()` has been called, as `aqua_tasks.registration.register_all()`
+does) reads the orca entry from there, loads the judge (failing before any generation), and
+makes `process_results` hand the judge the doc.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from . import compat
+from .judge_pass import JudgeSession, active_session
+from .metric import orca, orca_aggregate, register
+from .payloads import HIGHER_IS_BETTER, figures_for, judge_inputs, payloads
+from .settings import METRIC, OrcaMetricError, OrcaMetricSettings, resolve_settings
+
+WIRED = "_orca_wired"
+
+
+def orca_entries(task: Any) -> list[Mapping[str, Any]]:
+    """The task's `metric_list` entries that ask for the orca metric (by name or function)."""
+    entries = getattr(task.config, "metric_list", None) or []
+    return [e for e in entries if e.get("metric") == METRIC or e.get("metric") is orca]
+
+
+def reference_of(task: Any, doc: Mapping[str, Any]) -> Any:
+    """The task's gold answer for a doc, as lm-eval's own generate_until scoring takes it."""
+    target = task.doc_to_target(doc)
+    if task.config.doc_to_choice is not None and isinstance(target, int):
+        return task.doc_to_choice(doc)[target]
+    return target
+
+
+def wire_task(task: Any, session: JudgeSession | None = None) -> OrcaMetricSettings | None:
+    """Validate the task's orca entry, load its judge into the session, feed the judge the doc."""
+    session = session or active_session() or JudgeSession()
+    name = task.config.task
+    entries = orca_entries(task)
+    if not entries or getattr(task, WIRED, False) or compat.predict_only(task):
+        return None
+    where = f"task {name!r}, metric orca"
+    if len(entries) > 1:
+        raise OrcaMetricError(f"{where}: one orca entry per task (found {len(entries)})")
+    if task.config.output_type != "generate_until":
+        raise OrcaMetricError(
+            f"{where}: orca judges generated answers; output_type is {task.config.output_type!r}"
+        )
+    settings = resolve_settings(entries[0], task.config.metadata, where=where)
+    try:
+        judge = session.judge(settings)
+    except OrcaMetricError as err:
+        raise OrcaMetricError(f"{where}: {err}") from err
+    figures = figures_for(settings, judge.config.likelihood)
+    original = task.process_results
+    resolved = asdict(settings)
+
+    @functools.wraps(original)
+    def process_results(doc: Mapping[str, Any], results: list) -> dict:
+        out = dict(original(doc, results))
+        if compat.predict_only(task):
+            return out
+        inputs = judge_inputs(
+            settings,
+            reference=reference_of(task, doc),
+            candidate=results[0] if results else "",
+            doc=doc,
+        )
+        out.update(payloads(inputs, resolved, doc_aware=True, figures=figures, task=name))
+        return out
+
+    task.process_results = process_results
+    compat.take_over_metric(task, METRIC, dict.fromkeys(figures, orca_aggregate), HIGHER_IS_BETTER)
+    # Recorded in the results' task config: which doc fields the judge reads.
+    task.config.metadata = {
+        **(task.config.metadata or {}),
+        "orca_inputs": {
+            "form": "doc-aware (aqua-eval / register_all)",
+            "checkpoint": settings.checkpoint,
+            "judge_fingerprint": judge.fingerprint(),
+            "clamp": settings.clamp,
+            "question": settings.question_field or None,
+            "rationale": settings.rationale_field or None,
+            "transcript": settings.transcript_field or None,
+            "ratings": settings.ratings_field or None,
+            "reference": "doc_to_target",
+            "candidate": "filtered reply",
+        },
+    }
+    setattr(task, WIRED, True)
+    return settings
+
+
+def prepare_tasks(task_dict: Mapping[str, Any]) -> list[OrcaMetricSettings]:
+    """Wire every task that uses orca; raises OrcaMetricError before any request is built."""
+    session = active_session() or JudgeSession()
+    return [s for t in compat.built_tasks(task_dict) if (s := wire_task(t, session)) is not None]
+
+
+def install() -> None:
+    """Register the metric and run `prepare_tasks` at the start of each lm-eval evaluate()."""
+    register()
+    compat.patch_evaluate(prepare_tasks)
