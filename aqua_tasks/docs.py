@@ -16,13 +16,14 @@ def audio_enabled(settings: Mapping) -> bool:
 
 
 def clip_indices(items: Iterable[AquaItem]) -> dict[str, int]:
-    """Each clip's index (0, 1, …) in order of its first item in one released file.
+    """Each clip's index (0, 1, …) by `AquaItem.clip_key`, in order of its first item.
 
-    Clips are told apart by file name, never by the released audio_id, which the files reuse.
+    Given the items of one released file in file order, the index is exact and stable: the
+    same file always numbers its clips the same way.
     """
     indices: dict[str, int] = {}
     for item in items:
-        indices.setdefault(item.audio_filename, len(indices))
+        indices.setdefault(item.clip_key, len(indices))
     return indices
 
 

@@ -122,7 +122,7 @@ def build_docs(
                 audio_path=audio_path,
                 audio_error=audio_error,
                 run=run,
-                clip_index=clips[item.audio_filename],
+                clip_index=clips[item.clip_key],
             )
         )
     return docs
@@ -188,9 +188,7 @@ def process_results(doc: Mapping, results: Sequence[str]) -> dict[str, int]:
     )
     # lm-eval logs this value once per metric in every sample line: it holds only what the
     # metrics read, packed into one small integer (see scoring.pack_outcome).
-    return dict.fromkeys(
-        ALL_METRICS, pack_outcome(int(doc["clip_index"]), item_outcome(verdict))
-    )
+    return dict.fromkeys(ALL_METRICS, pack_outcome(int(doc["clip_index"]), item_outcome(verdict)))
 
 
 @functools.lru_cache(maxsize=8)
