@@ -14,6 +14,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from aqua_tasks.data import AquaDataError
+from aqua_tasks.manifest import MANIFEST_FIELDS
 from aqua_tasks.regress import (
     JUDGE_METRIC,
     MIN_CA_CLIPS,
@@ -39,8 +40,11 @@ COMPARED_MANIFEST = (
     "extractor",
     "extractor_version",
 )
-# Doc fields that depend on the machine, not on the question (audio is checked on its own).
-LOCAL_DOC_FIELDS = frozenset({"audio_path", "audio_error", "package_version", "data_file"})
+# Doc fields that are not the question: the machine's (audio is checked on its own), the run
+# manifest (compared through COMPARED_MANIFEST; 0.1.0 repeated it in every doc, later docs keep
+# only manifest.DOC_FIELDS) and the clip index (derived from the data file, whose hash is
+# compared), so runs of either doc layout compare.
+LOCAL_DOC_FIELDS = frozenset({"audio_path", "audio_error", "clip_index", *MANIFEST_FIELDS})
 METRIC_NAMES = {
     "acc": "Ori (acc)",
     "ca_aad": "CA AAD",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from aqua_tasks.data import AquaItem
 
@@ -15,10 +15,25 @@ def audio_enabled(settings: Mapping) -> bool:
     return value is True or str(value).strip().lower() not in FALSE_STRINGS
 
 
-def item_to_doc(item: AquaItem, *, audio_path: str, audio_error: str, run: Mapping) -> dict:
+def clip_indices(items: Iterable[AquaItem]) -> dict[str, int]:
+    """Each clip's index (0, 1, …) by `AquaItem.clip_key`, in order of its first item.
+
+    Given the items of one released file in file order, the index is exact and stable: the
+    same file always numbers its clips the same way.
+    """
+    indices: dict[str, int] = {}
+    for item in items:
+        indices.setdefault(item.clip_key, len(indices))
+    return indices
+
+
+def item_to_doc(
+    item: AquaItem, *, audio_path: str, audio_error: str, run: Mapping, clip_index: int
+) -> dict:
     """Flatten an item into the doc lm-eval stores: plain strings, no audio samples.
 
-    `run` holds what every item of the run shares: the manifest, extractor, exclusion flag.
+    `run` holds what every item of the run shares and scoring or reading needs per item
+    (`manifest.DOC_FIELDS` and the exclusion flag); `clip_index` is from `clip_indices`.
     """
     return {
         "id": item.id,
@@ -31,6 +46,7 @@ def item_to_doc(item: AquaItem, *, audio_path: str, audio_error: str, run: Mappi
         "answer": item.answer,
         "answer_index": item.answer_index,
         "audio_filename": item.audio_filename,
+        "clip_index": clip_index,
         "true_class": item.true_class,
         "flags": list(item.flags),
         "audio_path": audio_path,

@@ -12,15 +12,16 @@ from lm_eval.api.task import ConfigurableTask
 
 from aqua_tasks.audio import AudioFileError, AudioRoots, LazyAudio, probe_audio, resolve_audio
 from aqua_tasks.data import check_track, check_variant, load_items, track_file
-from aqua_tasks.docs import audio_enabled, doc_to_item, item_to_doc
+from aqua_tasks.docs import audio_enabled, clip_indices, doc_to_item, item_to_doc
 from aqua_tasks.extract import get_extractor_name
-from aqua_tasks.manifest import MANIFEST_FIELDS, run_manifest
+from aqua_tasks.manifest import DOC_FIELDS, run_manifest
 from aqua_tasks.prompts import check_prompt_style, render_prompt
 from aqua_tasks.scoring import (
     ALL_METRICS,
     ItemOutcome,
     as_outcome,
     item_outcome,
+    pack_outcome,
     score_reply,
     summarize,
 )
@@ -52,11 +53,33 @@ class AquaTask(ConfigurableTask):
                 config.get("task"),
             )
         super().__init__(config=config, **kwargs)
-        # Recorded in lm-eval's results ("configs" -> metadata), also under plain lm_eval.
-        first = self.dataset["test"][0] if len(self.dataset["test"]) else {}
+        # Recorded in lm-eval's results ("configs" -> metadata), also under plain lm_eval:
+        # the one copy of the manifest fields the docs leave out (see manifest.DOC_FIELDS).
+        settings = {**(self.config.metadata or {}), **(self.config.dataset_kwargs or {})}
         self.config.metadata = dict(self.config.metadata or {}) | {
-            "aqua_manifest": {key: first.get(key) for key in MANIFEST_FIELDS}
+            "aqua_manifest": task_manifest(**_docs_arguments(settings))
         }
+
+
+def task_manifest(
+    track: str,
+    variant: str = "main",
+    *,
+    data_dir: str | None = None,
+    prompt_style: str = "plain",
+    extractor: str = "mmau",
+) -> dict[str, str]:
+    """The manifest of one track's task (data file hash, prompt, extractor, versions)."""
+    check_track(track)
+    check_variant(variant)
+    check_prompt_style(prompt_style)
+    return run_manifest(
+        data_file=track_file(data_dir, track, variant),
+        track=track,
+        variant=variant,
+        prompt_style=prompt_style,
+        extractor=get_extractor_name(extractor),
+    )
 
 
 def build_docs(
@@ -70,22 +93,19 @@ def build_docs(
     settings: Mapping | None = None,
 ) -> list[dict]:
     """Docs of one track: validated items with their audio resolved (not decoded)."""
-    check_track(track)
-    check_variant(variant)
-    check_prompt_style(prompt_style)
-    extractor = get_extractor_name(extractor)
-    run = run_manifest(
-        data_file=track_file(data_dir, track, variant),
-        track=track,
-        variant=variant,
-        prompt_style=prompt_style,
-        extractor=extractor,
-    ) | {"exclude_defective": _flag(exclude_defective)}
+    manifest = task_manifest(
+        track, variant, data_dir=data_dir, prompt_style=prompt_style, extractor=extractor
+    )
+    run = {key: manifest[key] for key in DOC_FIELDS} | {
+        "exclude_defective": _flag(exclude_defective)
+    }
     settings = settings or {}
     with_audio = audio_enabled(settings)
     roots = AudioRoots.from_settings(settings)
+    items = load_items(data_dir, track, variant)
+    clips = clip_indices(items)
     docs = []
-    for item in load_items(data_dir, track, variant):
+    for item in items:
         if not with_audio:
             audio_path, audio_error = "", "text-only run: no audio"
         else:
@@ -102,19 +122,27 @@ def build_docs(
                 audio_path=audio_path,
                 audio_error=audio_error,
                 run=run,
+                clip_index=clips[item.clip_key],
             )
         )
     return docs
 
 
+def _docs_arguments(settings: Mapping) -> dict:
+    # `--metadata` keys and the YAML's `dataset_kwargs`, as `task_manifest` takes them.
+    return {
+        "track": str(settings.get("track")),
+        "variant": str(settings.get("variant") or "main"),
+        "data_dir": settings.get("data_dir"),
+        "prompt_style": str(settings.get("prompt") or "plain"),
+        "extractor": str(settings.get("extractor") or "mmau"),
+    }
+
+
 def load_dataset(**kwargs: object) -> datasets.DatasetDict:
     """`custom_dataset` hook: receives `--metadata` keys and the YAML's `dataset_kwargs`."""
     docs = build_docs(
-        str(kwargs.get("track")),
-        str(kwargs.get("variant") or "main"),
-        data_dir=kwargs.get("data_dir"),  # type: ignore[arg-type]
-        prompt_style=str(kwargs.get("prompt") or "plain"),
-        extractor=str(kwargs.get("extractor") or "mmau"),
+        **_docs_arguments(kwargs),
         exclude_defective=kwargs.get("exclude_defective", False),
         settings=kwargs,
     )
@@ -149,8 +177,8 @@ def doc_to_audio(doc: Mapping) -> list[LazyAudio]:
     return [LazyAudio(doc["audio_path"])]
 
 
-def process_results(doc: Mapping, results: Sequence[str]) -> dict[str, ItemOutcome]:
-    """Score one reply; every metric receives the same compact per-item outcome."""
+def process_results(doc: Mapping, results: Sequence[str]) -> dict[str, int]:
+    """Score one reply; every metric receives the same packed per-item outcome."""
     reply = results[0] if results else ""
     verdict = score_reply(
         doc_to_item(doc),
@@ -159,8 +187,8 @@ def process_results(doc: Mapping, results: Sequence[str]) -> dict[str, ItemOutco
         exclude_defective=bool(doc["exclude_defective"]),
     )
     # lm-eval logs this value once per metric in every sample line: it holds only what the
-    # metrics read (a 5-entry list in the samples file), nothing else of the verdict.
-    return dict.fromkeys(ALL_METRICS, item_outcome(verdict))
+    # metrics read, packed into one small integer (see scoring.pack_outcome).
+    return dict.fromkeys(ALL_METRICS, pack_outcome(int(doc["clip_index"]), item_outcome(verdict)))
 
 
 @functools.lru_cache(maxsize=8)
@@ -172,8 +200,8 @@ def _task_summary(outcomes: tuple[ItemOutcome, ...]) -> Mapping[str, float]:
     return MappingProxyType(summarize(outcomes))
 
 
-def _aggregation(metric: str) -> Callable[[list[ItemOutcome]], float]:
-    def aggregate(values: list[ItemOutcome]) -> float:
+def _aggregation(metric: str) -> Callable[[list[int]], float]:
+    def aggregate(values: list[int]) -> float:
         summary = _task_summary(tuple(as_outcome(v) for v in values))
         if metric == "acc" and summary["n_unconditioned"]:
             logger.warning(

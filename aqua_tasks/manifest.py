@@ -21,6 +21,10 @@ MANIFEST_FIELDS: tuple[str, ...] = (
     "extractor_version",
     "package_version",
 )
+# The manifest fields every doc keeps, since scoring and reading need them per item; the rest
+# are recorded once per task in lm-eval's results (`configs.<task>.metadata.aqua_manifest`),
+# not repeated on each of a samples file's lines.
+DOC_FIELDS: tuple[str, ...] = ("track", "variant", "prompt_style", "extractor")
 
 
 def sha256_text(text: str) -> str:

@@ -148,6 +148,7 @@ class RunFiles:
     judges: tuple[OutputFile, ...] = ()  # the newest per judged task and filter
     authors: tuple[Path, ...] = ()
     results_payload: Mapping[str, Any] | None = None  # content of the newest results file
+    results_payloads: Mapping[Path, Any] = field(default_factory=dict)  # every one, by path
 
     @property
     def newest_results(self) -> OutputFile | None:
@@ -214,6 +215,7 @@ def _files_of(path: Path, folder: Path, found: Sequence[tuple[str, Path, re.Matc
         samples=tuple(newest(timed["samples"]).values()),
         judges=tuple(newest(timed["judge"]).values()),
         results_payload=payloads[results[-1].path] if results else None,
+        results_payloads=payloads,
     )
 
 
@@ -267,7 +269,7 @@ class RunItem:
     source: str
     extractor: str | None = None
     exclude_defective: bool = False
-    manifest: Mapping[str, str] = field(default_factory=dict)
+    manifest: Mapping[str, str | None] = field(default_factory=dict)
     file: Path | None = None
     line: int | None = None
     doc_id: int | None = None
@@ -306,7 +308,43 @@ def task_track(task: str) -> str | None:
     return named[-1] if named else None
 
 
-def _aqua_sample(sample: Mapping, task: str | None, where: str, **logged: Any) -> RunItem:
+def item_manifest(doc: Mapping, recorded: Mapping | None = None) -> dict[str, str | None]:
+    """An AQUA item's run manifest: its doc's fields, the rest from its task's recorded one.
+
+    Docs written by 0.1.0 carry the whole manifest; later ones only `manifest.DOC_FIELDS`,
+    the rest being recorded once per task in the results file (`recorded`). A field neither
+    holds is None, i.e. unknown (e.g. a samples file read without its results file).
+    """
+    recorded = recorded if isinstance(recorded, Mapping) else {}
+    return {k: doc[k] if k in doc else recorded.get(k) for k in MANIFEST_FIELDS}
+
+
+def recorded_manifests(files: RunFiles, samples: OutputFile) -> dict[str, Mapping[str, Any]]:
+    """Per task, the `aqua_manifest` recorded by the results file of a samples file's evaluation."""
+    for result in files.results:
+        if (result.path.parent, result.stamp) != (samples.path.parent, samples.stamp):
+            continue
+        payload = files.results_payloads.get(result.path)
+        configs = payload.get("configs") if isinstance(payload, Mapping) else None
+        if not isinstance(configs, Mapping):
+            return {}
+        found = {}
+        for task, config in configs.items():
+            metadata = config.get("metadata") if isinstance(config, Mapping) else None
+            manifest = metadata.get("aqua_manifest") if isinstance(metadata, Mapping) else None
+            if isinstance(manifest, Mapping):
+                found[task] = manifest
+        return found
+    return {}
+
+
+def _aqua_sample(
+    sample: Mapping,
+    task: str | None,
+    where: str,
+    manifests: Mapping[str, Mapping],
+    **logged: Any,
+) -> RunItem:
     doc = sample["doc"]
     if not is_aqua_doc(doc):
         raise RunError(f"{where}: not a sample of an aqua_* task (no AQUA doc)")
@@ -316,14 +354,15 @@ def _aqua_sample(sample: Mapping, task: str | None, where: str, **logged: Any) -
         raise RunError(f"{where}: malformed AQUA doc (no field {error})") from None
     except (TypeError, ValueError) as error:
         raise RunError(f"{where}: malformed AQUA doc ({error})") from None
+    task = task or task_name(item.track, item.variant, doc.get("prompt_style") or "plain")
     return RunItem(
-        task=task or task_name(item.track, item.variant, doc.get("prompt_style") or "plain"),
+        task=task,
         item=item,
         reply=_sample_reply(sample, where),
         source=where,
         extractor=doc.get("extractor"),
         exclude_defective=bool(doc.get("exclude_defective")),
-        manifest={k: doc[k] for k in MANIFEST_FIELDS if k in doc},
+        manifest=item_manifest(doc, manifests.get(task)),
         **logged,
     )
 
@@ -346,8 +385,13 @@ def _check_tracks(path: Path, task: str | None, items: Sequence[RunItem]) -> Non
         )
 
 
-def read_samples_file(path: str | Path, task: str | None = None) -> list[RunItem]:
-    """The items of one lm-eval samples file (task: from its name, else from the AQUA docs)."""
+def read_samples_file(
+    path: str | Path, task: str | None = None, manifests: Mapping[str, Mapping] | None = None
+) -> list[RunItem]:
+    """The items of one lm-eval samples file (task: from its name, else from the AQUA docs).
+
+    `manifests` are the per-task manifests its results file recorded (`recorded_manifests`).
+    """
     path = Path(path)
     match = SAMPLES_NAME.match(path.name)
     task = task or (match.group("name") if match else None)
@@ -373,7 +417,7 @@ def read_samples_file(path: str | Path, task: str | None = None) -> list[RunItem
             "doc": sample["doc"],
         }
         if aqua:
-            items.append(_aqua_sample(sample, task, where, **logged))
+            items.append(_aqua_sample(sample, task, where, manifests or {}, **logged))
         else:
             items.append(_other_sample(sample, task or path.stem, where, **logged))
     _check_tracks(path, task, items)
@@ -543,7 +587,13 @@ def read_run(path: str | Path, *, track: str | None = None) -> Run:
     files = find_outputs(path)
     items: list[RunItem] = []
     for sample_file in files.samples:
-        items.extend(read_samples_file(sample_file.path, sample_file.name or None))
+        items.extend(
+            read_samples_file(
+                sample_file.path,
+                sample_file.name or None,
+                recorded_manifests(files, sample_file),
+            )
+        )
     if track is not None:
         differing = sorted({i.item.track for i in items if i.item is not None} - {track})
         if differing:

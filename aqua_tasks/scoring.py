@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from aqua_tasks.data import UNANSWERABLE_TYPES, AquaItem
+from aqua_tasks.data import TYPES, UNANSWERABLE_TYPES, AquaItem
 from aqua_tasks.extract import extract
 
 RATE_METRICS: tuple[str, ...] = (
@@ -99,9 +99,13 @@ def metric_value(verdict: Verdict) -> dict:
 
 
 class ItemOutcome(NamedTuple):
-    """What the AQUA metrics need of one scored item; lm-eval logs it as a 5-entry list."""
+    """What the AQUA metrics need of one scored item.
 
-    clip: str
+    `clip` tells the item's clip apart from the others of its run: the file name in verdicts
+    and older logged values, the clip index (see `pack_outcome`) in a packed value.
+    """
+
+    clip: str | int
     type: str
     correct: bool
     parsed: bool
@@ -109,19 +113,57 @@ class ItemOutcome(NamedTuple):
 
 
 def item_outcome(verdict: Verdict) -> ItemOutcome:
-    """The compact per-item value every AQUA metric aggregates over."""
+    """The per-item outcome every AQUA metric aggregates over, its clip named by file."""
     return ItemOutcome(
         verdict.clip, verdict.type, verdict.correct, verdict.parsed, verdict.excluded
     )
 
 
-def as_outcome(value: Mapping | Sequence) -> ItemOutcome:
-    """One per-item value in either layout: a `metric_value` dict (older runs) or an outcome.
+# The per-item value lm-eval logs under each of the 18 AQUA metrics of a sample line is one
+# integer: clip_index << 5 | type code << 3 | correct << 2 | parsed << 1 | excluded, the type
+# code being the type's position in TYPES. lm-eval writes the value 18 times a line, so a
+# track of 1440 items costs ~0.5 MB instead of ~2.3 MB with the clip's name. The clip index
+# is exact (assigned per released file by `docs.clip_indices`), never a hash that could
+# silently pair two clips.
+_FLAG_BITS = 3
+_TYPE_BITS = 2
+_TYPE_MASK = (1 << _TYPE_BITS) - 1
 
-    The outcome may also be the plain 5-entry list it becomes in a logged samples file.
+
+def pack_outcome(clip_index: int, outcome: ItemOutcome) -> int:
+    """The logged per-item integer of an outcome whose clip has index `clip_index`."""
+    if isinstance(clip_index, bool) or not isinstance(clip_index, int) or clip_index < 0:
+        raise ValueError(f"clip_index must be an integer >= 0, got {clip_index!r}")
+    if outcome.type not in TYPES:
+        raise ValueError(f"outcome type must be one of {TYPES}, got {outcome.type!r}")
+    flags = int(outcome.correct) << 2 | int(outcome.parsed) << 1 | int(outcome.excluded)
+    return (clip_index << _TYPE_BITS | TYPES.index(outcome.type)) << _FLAG_BITS | flags
+
+
+def unpack_outcome(value: int) -> ItemOutcome:
+    """The outcome a `pack_outcome` integer holds; its clip is the clip index."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"a packed AQUA outcome is an integer >= 0, got {value!r}")
+    clip_and_type = value >> _FLAG_BITS
+    return ItemOutcome(
+        clip_and_type >> _TYPE_BITS,
+        TYPES[clip_and_type & _TYPE_MASK],
+        bool(value & 4),
+        bool(value & 2),
+        bool(value & 1),
+    )
+
+
+def as_outcome(value: Mapping | Sequence | int) -> ItemOutcome:
+    """One per-item value in any logged layout: packed integer, 5-entry list or dict.
+
+    Runs written before the packed integer logged the 5-entry [clip, type, correct, parsed,
+    excluded] list, and before that a `metric_value` dict.
     """
     if isinstance(value, ItemOutcome):
         return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return unpack_outcome(value)
     if isinstance(value, Mapping):
         return ItemOutcome(
             str(value["clip"]),
@@ -134,8 +176,8 @@ def as_outcome(value: Mapping | Sequence) -> ItemOutcome:
         clip, item_type, correct, parsed, excluded = value
         return ItemOutcome(str(clip), str(item_type), bool(correct), bool(parsed), bool(excluded))
     raise ValueError(
-        f"a per-item AQUA value must be a dict with clip/type/correct/parsed/excluded or a "
-        f"5-entry [clip, type, correct, parsed, excluded] list, got {value!r}"
+        f"a per-item AQUA value must be a packed integer (see pack_outcome), a 5-entry "
+        f"[clip, type, correct, parsed, excluded] list or a dict with those keys, got {value!r}"
     )
 
 
@@ -147,7 +189,7 @@ class ConditionedItems:
     order the items came in: its clip, that clip's Solvable answer, and its own answer.
     """
 
-    clips: tuple[str, ...]
+    clips: tuple[str | int, ...]
     solvable_right: np.ndarray
     variant_right: np.ndarray
 
@@ -157,15 +199,16 @@ class ClipOutcomes:
     """A run's kept items arranged for the AQUA metrics: Solvable answers and conditioned pairs."""
 
     kept: tuple[ItemOutcome, ...]
-    own_solvable: dict[str, bool]
-    condition: dict[str, bool]
+    own_solvable: dict[str | int, bool]
+    condition: dict[str | int, bool]
     conditioned: dict[str, ConditionedItems]
     n_excluded: int
     n_unconditioned: int
 
 
 def clip_outcomes(
-    values: Iterable[Mapping | Sequence], condition: Mapping[str, bool] | None = None
+    values: Iterable[Mapping | Sequence | int],
+    condition: Mapping[str | int, bool] | None = None,
 ) -> ClipOutcomes:
     """Pair every kept unanswerable item with its clip's Solvable answer, per type.
 
@@ -200,7 +243,8 @@ def _mean(values: Sequence[bool]) -> float:
 
 
 def summarize(
-    values: Iterable[Mapping | Sequence], condition: Mapping[str, bool] | None = None
+    values: Iterable[Mapping | Sequence | int],
+    condition: Mapping[str | int, bool] | None = None,
 ) -> dict[str, float]:
     """All AQUA metrics from per-item values (see `as_outcome`); NaN where a rate is undefined.
 

@@ -2,9 +2,11 @@
 
 Runs `aqua-eval --model aqua-first-option --tasks aqua_<track> --log_samples` on stand-in
 audio (one-word replies), then reports the file's bytes and a breakdown per sample field.
-The baseline, measured in the same run, is the same file with every AQUA metric value
-rewritten in the layout written before (the per-item dict with id, choice and reason,
-repeated under each metric); everything else in each line is kept as written.
+The baselines, measured in the same run, are the same file rewritten in the layouts written
+before: each doc carrying the whole run manifest (from the results file) and no clip index,
+and each AQUA metric value the 5-entry [clip, type, correct, parsed, excluded] list
+("list layout") or the per-item dict with id, choice and reason ("dict layout", 0.1.0).
+Everything else in each line is kept as written.
 
     python benchmarks/bench_samples_size.py --data-dir ../shared/data/aqua-bench [--json]
 """
@@ -42,8 +44,8 @@ def make_audio(data_dir: Path, track: str, root: Path) -> None:
         )
 
 
-def run_track(data_dir: Path, track: str, work: Path) -> Path:
-    """The samples file of one aqua-eval run of the track."""
+def run_track(data_dir: Path, track: str, work: Path) -> tuple[Path, dict]:
+    """The samples file of one aqua-eval run of the track, and its task's recorded manifest."""
     audio = work / "audio"
     make_audio(data_dir, track, audio)
     metadata = json.dumps({"data_dir": str(data_dir), "audio_root": str(audio)})
@@ -67,7 +69,9 @@ def run_track(data_dir: Path, track: str, work: Path) -> Path:
     if proc.returncode != 0:
         sys.exit(f"aqua-eval failed: {proc.stderr[-2000:]}")
     (samples,) = out.rglob("samples_*.jsonl")
-    return samples
+    (results,) = out.rglob("results_*.json")
+    configs = json.loads(results.read_text(encoding="utf-8"))["configs"]
+    return samples, configs[f"aqua_{track}"]["metadata"]["aqua_manifest"]
 
 
 def _line_bytes(sample: dict) -> int:
@@ -75,28 +79,34 @@ def _line_bytes(sample: dict) -> int:
     return len((json.dumps(sample, ensure_ascii=False) + "\n").encode())
 
 
-def old_layout_value(sample: dict) -> dict:
-    """The per-item metric value as written before: the verdict dict with choice and reason."""
+def old_layouts(sample: dict, manifest: dict) -> tuple[dict, dict]:
+    """The sample as the list layout and as the dict layout wrote it."""
     from aqua_tasks.lm_eval_task import doc_to_item
-    from aqua_tasks.scoring import metric_value, score_reply
+    from aqua_tasks.scoring import item_outcome, metric_value, score_reply
 
-    doc = sample["doc"]
+    doc = {k: v for k, v in sample["doc"].items() if k != "clip_index"}
+    # The manifest sat between audio_error and exclude_defective in every doc.
+    flag = doc.pop("exclude_defective")
+    doc = doc | manifest | {"exclude_defective": flag}
     verdict = score_reply(
         doc_to_item(doc),
         sample["filtered_resps"][0],
         extractor=doc["extractor"],
-        exclude_defective=bool(doc["exclude_defective"]),
+        exclude_defective=bool(flag),
     )
-    return metric_value(verdict) | {"choice": verdict.choice, "reason": verdict.reason}
+    as_list = list(item_outcome(verdict))
+    as_dict = metric_value(verdict) | {"choice": verdict.choice, "reason": verdict.reason}
+    return (
+        sample | {"doc": doc} | dict.fromkeys(sample["metrics"], as_list),
+        sample | {"doc": doc} | dict.fromkeys(sample["metrics"], as_dict),
+    )
 
 
-def measure(samples: Path) -> dict:
-    """Bytes of the file, per top-level field, and of the old metric-value layout."""
+def measure(samples: Path, manifest: dict) -> dict:
+    """Bytes of the file, per top-level field, and of the earlier layouts of the same lines."""
     fields: Counter[str] = Counter()
     metric_names: set[str] = set()
-    old_total = 0
-    new_total = 0
-    n = 0
+    list_total = dict_total = new_total = n = 0
     for line in samples.read_text(encoding="utf-8").splitlines():
         sample = json.loads(line)
         n += 1
@@ -105,14 +115,17 @@ def measure(samples: Path) -> dict:
         for key, value in sample.items():
             # `{"key": value}`: its braces stand for the ", " that joins the field to its line.
             fields[key] += len(json.dumps({key: value}, ensure_ascii=False).encode())
-        old_value = old_layout_value(sample)
-        old_total += _line_bytes(sample | dict.fromkeys(sample["metrics"], old_value))
+        as_list, as_dict = old_layouts(sample, manifest)
+        list_total += _line_bytes(as_list)
+        dict_total += _line_bytes(as_dict)
     return {
         "samples": n,
         "bytes": new_total,
         "file_bytes": samples.stat().st_size,
-        "old_layout_bytes": old_total,
-        "ratio_new_to_old": new_total / old_total,
+        "list_layout_bytes": list_total,
+        "dict_layout_bytes": dict_total,
+        "ratio_new_to_list_layout": new_total / list_total,
+        "ratio_new_to_dict_layout": new_total / dict_total,
         "metric_value_bytes": sum(v for k, v in fields.items() if k in metric_names),
         "fields": dict(fields.most_common()),
     }
@@ -125,15 +138,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        figures = measure(run_track(args.data_dir.resolve(), args.track, Path(tmp)))
+        figures = measure(*run_track(args.data_dir.resolve(), args.track, Path(tmp)))
     if args.json:
         print(json.dumps(figures, indent=2))
         return
     mb = 1e6
     print(f"aqua_{args.track}: {figures['samples']} samples")
-    print(f"  samples file, new layout: {figures['bytes'] / mb:.2f} MB")
-    print(f"  same run, old layout:     {figures['old_layout_bytes'] / mb:.2f} MB")
-    print(f"  new / old:                {figures['ratio_new_to_old']:.2f}")
+    print(f"  samples file:             {figures['bytes'] / mb:.2f} MB")
+    print(f"  same run, list layout:    {figures['list_layout_bytes'] / mb:.2f} MB")
+    print(f"  same run, dict layout:    {figures['dict_layout_bytes'] / mb:.2f} MB")
+    print(f"  new / list layout:        {figures['ratio_new_to_list_layout']:.2f}")
+    print(f"  new / dict layout:        {figures['ratio_new_to_dict_layout']:.2f}")
     print(f"  all AQUA metric values:   {figures['metric_value_bytes'] / mb:.2f} MB")
     print("  bytes per field (whole file):")
     for key, size in figures["fields"].items():

@@ -10,6 +10,7 @@ from aqua_tasks.cli_score import main as aqua_score
 from aqua_tasks.data import AquaDataError, load_items, parse_items, track_file
 from aqua_tasks.extract import get_extractor_name
 from aqua_tasks.lm_eval_task import build_docs, process_results
+from aqua_tasks.scoring import unpack_outcome
 
 
 def _entries(released_dir, n=8):
@@ -101,8 +102,8 @@ def test_aqua_score_requires_a_response_per_entry_and_a_known_track(released_dir
 def test_odd_replies_are_scored_or_counted_unparsed_never_crash(released_dir, reply):
     docs = build_docs("animal", data_dir=str(released_dir), settings={"audio": False})
     aad = next(d for d in docs if d["type"] == "AAD")
-    value = process_results(aad, [reply])["acc_aad"]
-    assert value.type == "AAD" and isinstance(value.correct, bool)
+    value = unpack_outcome(process_results(aad, [reply])["acc_aad"])
+    assert (value.clip, value.type) == (aad["clip_index"], "AAD")
     if not reply.strip() or reply == "(":
         assert value.parsed is False and value.correct is False
     else:

@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 
 from aqua_tasks import cli_eval, cli_regress, cli_report, report
+from aqua_tasks import runs as runs_module
+from aqua_tasks.cli_score import main as aqua_score
 from aqua_tasks.data import TRACK_FILE_STEMS, load_json_file
+from aqua_tasks.manifest import DOC_FIELDS, MANIFEST_FIELDS
 from aqua_tasks.regress import (
     conditional_accuracy,
     discordant_pairs,
@@ -23,6 +26,7 @@ from aqua_tasks.regress import (
     mcnemar_exact_p,
     paired_bootstrap_ca,
 )
+from aqua_tasks.scoring import as_outcome
 
 LIMIT = 480  # 120 clips of the track: every clip's four items are in the run
 
@@ -362,6 +366,82 @@ def test_regress_refuses_incomparable_runs_with_exit_2_and_the_reason(runs, caps
     other = _edit_samples(runs["base"], tmp_path / "chat", chat)
     code, _, err = regress(capsys, "--baseline", str(runs["base"]), "--candidate", str(other))
     assert code == 2 and "aqua_animal: prompt differs (lm-eval prompt_hash; 480 items" in err
+
+
+def _recorded_manifest(run: Path, task: str = "aqua_animal") -> dict:
+    results = json.loads(max(run.rglob("results_*.json")).read_text())
+    return results["configs"][task]["metadata"]["aqua_manifest"]
+
+
+def _edit_manifest(run: Path, dest: Path, field: str, value: str) -> Path:
+    shutil.copytree(run, dest)
+    for path in dest.rglob("results_*.json"):
+        results = json.loads(path.read_text())
+        results["configs"]["aqua_animal"]["metadata"]["aqua_manifest"][field] = value
+        path.write_text(json.dumps(results))
+    return dest
+
+
+def test_a_run_records_its_manifest_once_and_each_item_reads_it_from_the_results(runs):
+    manifest = _recorded_manifest(runs["base"])
+    assert set(manifest) == set(MANIFEST_FIELDS) and len(manifest["data_sha256"]) == 64
+    (samples,) = runs["base"].rglob("samples_aqua_animal_*.jsonl")
+    docs = [json.loads(line)["doc"] for line in samples.read_text().splitlines()]
+    assert {k for d in docs for k in d} & set(MANIFEST_FIELDS) == set(DOC_FIELDS)
+    items = runs_module.read_run(runs["base"]).aqua_items
+    assert len(items) == LIMIT and all(i.manifest == manifest for i in items)
+    # Read alone, a samples file says which fields it cannot know rather than guessing them.
+    alone = runs_module.read_run(samples).aqua_items
+    unknown = set(MANIFEST_FIELDS) - set(DOC_FIELDS)
+    for item in alone:
+        assert {k for k, v in item.manifest.items() if v is None} == unknown
+        assert {k: item.manifest[k] for k in DOC_FIELDS} == {k: manifest[k] for k in DOC_FIELDS}
+
+
+def test_a_samples_file_read_alone_scores_to_the_runs_metrics(runs, tmp_path):
+    (samples,) = runs["base"].rglob("samples_aqua_animal_*.jsonl")
+    alone = tmp_path / samples.name
+    shutil.copy(samples, alone)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert aqua_score([str(alone), "--json"]) == 0
+    scored = json.loads(out.getvalue())["results"]["aqua_animal"]
+    for metric, value in lm_eval_metrics(runs["base"])["aqua_animal"].items():
+        assert scored[metric] == (None if math.isnan(value) else pytest.approx(value)), metric
+
+
+@pytest.mark.parametrize("field", ["data_sha256", "prompt_sha256", "extractor_version"])
+def test_regress_refuses_runs_whose_recorded_manifest_differs(runs, capsys, tmp_path, field):
+    # The docs of these runs no longer carry data_sha256 or prompt_sha256: the gate must
+    # read them from each run's results file.
+    other = _edit_manifest(runs["base"], tmp_path / field, field, "changed")
+    code, _, err = regress(capsys, "--baseline", str(runs["base"]), "--candidate", str(other))
+    recorded = _recorded_manifest(runs["base"])[field]
+    assert code == 2, err
+    assert f"aqua_animal: {field} differs (baseline {recorded}; candidate changed)" in err
+
+
+def _other_data(sample: dict) -> dict:
+    sample["doc"]["data_sha256"] = "0" * 64
+    return sample
+
+
+def test_regress_compares_a_run_with_the_same_run_in_the_0_1_0_layout(runs, capsys, tmp_path):
+    manifest = _recorded_manifest(runs["base"])
+
+    def as_0_1_0(sample: dict) -> dict:
+        doc = {k: v for k, v in sample["doc"].items() if k != "clip_index"}
+        sample["doc"] = doc | manifest | {"exclude_defective": doc["exclude_defective"]}
+        value = as_outcome(sample["acc"])._asdict() | {"clip": doc["audio_filename"]}
+        return sample | {key: {"id": doc["id"], **value} for key in sample["metrics"]}
+
+    old = _edit_samples(runs["base"], tmp_path / "old", as_0_1_0)
+    code, _, err = regress(capsys, "--baseline", str(old), "--candidate", str(runs["base"]))
+    assert code == 0, err
+    # A 0.1.0 doc's own manifest is what that run used, whatever the results file says.
+    changed = _edit_samples(old, tmp_path / "old-changed", _other_data)
+    code, _, err = regress(capsys, "--baseline", str(changed), "--candidate", str(runs["base"]))
+    assert code == 2 and "aqua_animal: data_sha256 differs" in err
 
 
 def test_regress_missing_or_malformed_runs_exit_2_with_one_line_error(runs, capsys, tmp_path):

@@ -19,6 +19,7 @@ import pytest
 from aqua_tasks import cli_regress, cli_report, runs
 from aqua_tasks.cli_score import main as aqua_score
 from aqua_tasks.data import TRACK_FILE_STEMS, load_json_file
+from aqua_tasks.manifest import MANIFEST_FIELDS
 
 LEGACY = Path(__file__).parent / "data" / "legacy_run_0_1_0"
 LEGACY_STAMP = "2026-12-01T03-08-18.454234"
@@ -69,6 +70,16 @@ def test_legacy_run_scores_to_the_numbers_in_its_results_file(capsys):
                 assert metrics[name] is None, (task, name)
             else:
                 assert metrics[name] == pytest.approx(expected), (task, name)
+
+
+def test_legacy_items_keep_the_manifest_their_docs_carry_alone_or_with_the_results():
+    recorded = json.loads((LEGACY / f"results_{LEGACY_STAMP}.json").read_text())["configs"]
+    (samples,) = LEGACY.glob("samples_aqua_music_*.jsonl")
+    for items in (runs.read_run(LEGACY).aqua_items, runs.read_run(samples).aqua_items):
+        assert items
+        for item in items:
+            assert dict(item.manifest) == {k: item.doc[k] for k in MANIFEST_FIELDS}
+            assert dict(item.manifest) == recorded[item.task]["metadata"]["aqua_manifest"]
 
 
 def test_two_model_folders_are_refused_listing_both_and_one_folder_is_read(capsys, tmp_path):

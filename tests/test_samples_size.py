@@ -1,4 +1,4 @@
-"""The samples file of a whole track stays small: each AQUA metric logs a 5-entry outcome."""
+"""The samples file of a whole track stays small: one packed integer per metric, lean docs."""
 
 from __future__ import annotations
 
@@ -10,14 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from aqua_tasks.manifest import DOC_FIELDS, MANIFEST_FIELDS
+from aqua_tasks.scoring import unpack_outcome
+
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
 
-# Written before, the per-item dict took ~185 bytes under each of the 18 metrics of a line
-# (7.6 MB a track). The outcome list takes ~71; the rest of a line (doc, prompt, lm-eval's
-# metric-name list and hashes) is ~2.2 kB whatever the metric values are.
-MAX_VALUE_BYTES = 100
-MAX_TRACK_BYTES = 5_500_000
+# 0.1.0 logged a ~185-byte dict under each of the 18 metrics of a line and the whole run
+# manifest in every doc (7.6 MB a track); a 5-entry list with the clip's name then took ~71
+# bytes (5.0 MB). The packed integer takes at most 5 digits, and the doc leaves the manifest
+# to the results file; the rest of a line (question, prompt, lm-eval's metric-name list and
+# hashes) is ~1.7 kB whatever the metric values are.
+MAX_VALUE_BYTES = 5
+MAX_TRACK_BYTES = 3_000_000
 
 
 def test_a_1440_item_track_logs_compact_outcomes_under_every_metric(
@@ -51,10 +56,11 @@ def test_a_1440_item_track_logs_compact_outcomes_under_every_metric(
         doc = sample["doc"]
         assert len(sample["metrics"]) == 18
         values = [sample[m] for m in sample["metrics"]]
-        assert all(v == values[0] for v in values)
-        clip, item_type, correct, parsed, excluded = values[0]
-        assert (clip, item_type, excluded) == (doc["audio_filename"], doc["type"], False)
-        assert isinstance(correct, bool) and isinstance(parsed, bool)
-        size = len(json.dumps(values[0], ensure_ascii=False).encode())
-        assert size <= MAX_VALUE_BYTES, values[0]
+        assert all(v == values[0] for v in values) and type(values[0]) is int
+        clip, item_type, correct, parsed, excluded = unpack_outcome(values[0])
+        assert (clip, item_type, excluded) == (doc["clip_index"], doc["type"], False)
+        assert correct == (doc["options"][0] == doc["answer"])  # the model answers (a)
+        assert parsed is True
+        assert len(json.dumps(values[0])) <= MAX_VALUE_BYTES, values[0]
+        assert set(doc) & set(MANIFEST_FIELDS) == set(DOC_FIELDS)
     assert samples.stat().st_size <= MAX_TRACK_BYTES

@@ -10,7 +10,14 @@ import pytest
 
 from aqua_tasks import intervals, regress, stats
 from aqua_tasks.data import UNANSWERABLE_TYPES, load_items
-from aqua_tasks.lm_eval_task import _task_summary, aggregate_acc, aggregate_ca_aad
+from aqua_tasks.docs import clip_indices
+from aqua_tasks.lm_eval_task import (
+    _task_summary,
+    aggregate_acc,
+    aggregate_ca_aad,
+    build_docs,
+    process_results,
+)
 from aqua_tasks.scoring import (
     ALL_METRICS,
     ItemOutcome,
@@ -18,8 +25,10 @@ from aqua_tasks.scoring import (
     clip_outcomes,
     item_outcome,
     metric_value,
+    pack_outcome,
     score_reply,
     summarize,
+    unpack_outcome,
 )
 
 Z = 1.959963984540054  # the 97.5 % normal quantile
@@ -138,6 +147,60 @@ def test_compact_outcome_round_trips_through_summarize_to_the_dict_forms_metrics
     assert intervals.metric_intervals(logged) == intervals.metric_intervals(as_dicts)
     with pytest.raises(ValueError, match="5-entry"):
         as_outcome(["clip", "AAD", True])
+
+
+def test_packed_outcome_holds_the_exact_clip_index_and_summarises_like_the_named_forms(
+    released_dir,
+):
+    items = load_items(released_dir, "animal")
+    verdicts = _released_values(released_dir)
+    indices = clip_indices(items)
+    assert sorted(indices.values()) == list(range(len({i.audio_filename for i in items})))
+    outcomes = [item_outcome(v) for v in verdicts]
+    packed = [pack_outcome(indices[i.clip_key], o) for i, o in zip(items, outcomes, strict=True)]
+    assert all(type(p) is int for p in json.loads(json.dumps(packed)))
+    assert max(packed) < 100_000  # five digits under each of a line's 18 metrics
+    for item, outcome, value in zip(items, outcomes, packed, strict=True):
+        assert unpack_outcome(value) == outcome._replace(clip=indices[item.clip_key])
+    as_dicts = [metric_value(v) | {"choice": v.choice, "reason": v.reason} for v in verdicts]
+    reference = summarize(as_dicts)
+    assert reference["n_excluded"] > 0 and _same(summarize(packed), reference)
+    assert intervals.metric_intervals(packed) == intervals.metric_intervals(as_dicts)
+    # Another run's Solvable answers, keyed by clip index, condition exactly as by name.
+    by_name = {o.clip: not o.correct for o in outcomes if o.type == "Solvable"}
+    by_index = {indices[i.clip_key]: by_name[i.audio_filename] for i in items}
+    assert _same(summarize(packed, by_index), summarize(as_dicts, by_name))
+
+
+def test_lm_eval_logs_the_packed_outcome_of_each_doc_under_every_metric(released_dir):
+    docs = build_docs("music", data_dir=str(released_dir), settings={"audio": False})
+    items = load_items(released_dir, "music")
+    indices = clip_indices(items)
+    for doc, item in zip(docs[:40], items, strict=False):
+        values = process_results(doc, ["(b)"])
+        assert set(values) == set(ALL_METRICS) and len(set(values.values())) == 1
+        verdict = score_reply(item, "(b)")
+        assert doc["clip_index"] == indices[item.clip_key]
+        assert values["acc"] == pack_outcome(doc["clip_index"], item_outcome(verdict))
+
+
+@pytest.mark.parametrize(
+    ("clip_index", "outcome", "message"),
+    [
+        (-1, ItemOutcome("c", "AAD", True, True, False), "clip_index"),
+        (True, ItemOutcome("c", "AAD", True, True, False), "clip_index"),
+        (3, ItemOutcome("c", "Other", True, True, False), "type"),
+    ],
+)
+def test_pack_outcome_refuses_what_it_cannot_hold_exactly(clip_index, outcome, message):
+    with pytest.raises(ValueError, match=message):
+        pack_outcome(clip_index, outcome)
+
+
+@pytest.mark.parametrize("value", [-5, True, 1.5, "12"])
+def test_a_logged_value_that_is_no_outcome_is_refused_by_name(value):
+    with pytest.raises(ValueError, match=r"per-item AQUA value|packed AQUA outcome"):
+        as_outcome(value)
 
 
 def test_clip_outcomes_align_each_unanswerable_item_with_its_clips_solvable_answer():
