@@ -1,7 +1,7 @@
-"""Answer extraction for AQUA-Bench replies: a faithful "mmau" extractor and the authors' rule.
+"""Answer extraction for AQUA-Bench replies: our rules, the authors' rule and MMAU's string match.
 
-Both extractors are pure functions from (reply, options) to an :class:`Extraction`. See
-docs/extraction.md for the ordered rules of the mmau extractor and where the two disagree.
+Every extractor is a pure function from (reply, options) to an :class:`Extraction`. See
+docs/extraction.md for the ordered rules of `aqua-rules` and where the extractors disagree.
 """
 
 from __future__ import annotations
@@ -10,13 +10,22 @@ import bisect
 import re
 import string
 import unicodedata
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-EXTRACTOR_NAMES: tuple[str, ...] = ("mmau", "official")
-EXTRACTOR_VERSIONS: dict[str, str] = {"mmau": "1.0", "official": "1.0"}
+DEFAULT_EXTRACTOR = "aqua-rules"
+# Old names still accepted: runs recorded under them are re-scored by what they now name.
+EXTRACTOR_ALIASES: dict[str, str] = {"mmau": "aqua-rules"}
+# Every accepted name, canonical names first (argparse choices, metadata validation).
+EXTRACTOR_NAMES: tuple[str, ...] = ("aqua-rules", "official", "mmau-string-match", "mmau")
+_CURRENT_VERSIONS = {"aqua-rules": "2.0", "official": "1.0", "mmau-string-match": "1.0"}
+# Keyed by every accepted name, so a manifest can look up whichever name it was given.
+EXTRACTOR_VERSIONS: dict[str, str] = _CURRENT_VERSIONS | {
+    alias: _CURRENT_VERSIONS[target] for alias, target in EXTRACTOR_ALIASES.items()
+}
 DEFAULT_REJECTIONS: tuple[str, ...] = ("None of the above", "Unanswerable")
 
 # A reply this short that names no option is read as naming something else ("Trombone").
@@ -435,7 +444,7 @@ def _checked(reply: str, options: Sequence[str]) -> tuple[str, ...]:
     return tuple(options)
 
 
-def extract_mmau(
+def extract_aqua_rules(
     reply: str, options: Sequence[str], rejection_strings: Sequence[str] = DEFAULT_REJECTIONS
 ) -> Extraction:
     """Read the option a free-form reply commits to, never guessing (see docs/extraction.md)."""
@@ -461,6 +470,10 @@ def extract_mmau(
     )
 
 
+# The default extractor's former name, kept for old imports.
+extract_mmau = extract_aqua_rules
+
+
 @lru_cache(maxsize=26)
 def _official_pattern(last: str) -> re.Pattern[str]:
     return re.compile(rf"\(?([a-{last}])\)?\b")
@@ -483,22 +496,79 @@ def extract_official(reply: str, options: Sequence[str], answer: str | None = No
     return Extraction(None, False, "empty reply" if not r else "no letter or option text")
 
 
+_MMAU_TOKEN = re.compile(r"\b\w+\b")
+
+
+def _mmau_tokens(text: str) -> frozenset[str]:
+    return frozenset(_MMAU_TOKEN.findall(text.lower()))
+
+
+def string_match(prediction: str, gold: str, choices: Sequence[str]) -> bool:
+    """MMAU's published `string_match`: all gold tokens present, none belonging only to others."""
+    predicted, wanted = _mmau_tokens(prediction), _mmau_tokens(gold)
+    if not predicted:
+        return False
+    others = set().union(*(_mmau_tokens(c) - wanted for c in choices))
+    return wanted <= predicted and predicted.isdisjoint(others)
+
+
+def extract_string_match(reply: str, options: Sequence[str]) -> Extraction:
+    """The single option for which MMAU's `string_match` holds; none or several: unparsed."""
+    opts = _checked(reply, options)
+    folded = [" ".join(o.casefold().split()) for o in opts]
+    # Repeated option strings (a defect of the released data) are one option, as gold is.
+    passing = sorted({folded.index(f) for i, f in enumerate(folded) if string_match(reply, opts[i], opts)})
+    if len(passing) == 1:
+        return Extraction(passing[0], True, f"string_match holds for {opts[passing[0]]!r}")
+    if not passing:
+        why = "empty reply" if not _mmau_tokens(reply) else "string_match holds for no option"
+        return Extraction(None, False, f"no-commitment: {why}")
+    names = " and ".join(f"({chr(ord('a') + i)}) {opts[i]!r}" for i in passing)
+    return Extraction(None, False, f"no-commitment: string_match holds for {names}")
+
+
+@lru_cache(maxsize=len(EXTRACTOR_ALIASES) or 1)
+def _warn_alias(name: str) -> None:
+    # Once per process: re-scoring a run calls this for every item.
+    warnings.warn(
+        f"extractor name {name!r} is an alias of {EXTRACTOR_ALIASES[name]!r}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
 def get_extractor_name(name: str) -> str:
-    """Return the canonical extractor name, or raise ValueError naming the valid choices."""
+    """Return the canonical extractor name (aliases resolved), or raise ValueError."""
     canonical = name.strip().lower() if isinstance(name, str) else name
     if canonical not in EXTRACTOR_NAMES:
         raise ValueError(f"unknown extractor {name!r}; valid choices: {', '.join(EXTRACTOR_NAMES)}")
+    if canonical in EXTRACTOR_ALIASES:
+        _warn_alias(canonical)
+        return EXTRACTOR_ALIASES[canonical]
     return canonical
+
+
+def rescoring_notice(name: str, version: str | None) -> str | None:
+    """One line saying a run recorded under an old extractor name or version is re-scored."""
+    canonical = get_extractor_name(name)
+    current = _CURRENT_VERSIONS[canonical]
+    if canonical == name.strip().lower() and (version is None or version == current):
+        return None
+    recorded = f"{name.strip()!r}" + (f" {version}" if version else "")
+    return f"recorded extractor {recorded} re-scored with {canonical!r} {current} (current code)"
 
 
 def extract(
     reply: str,
     options: Sequence[str],
     *,
-    extractor: str = "mmau",
+    extractor: str = DEFAULT_EXTRACTOR,
     rejection_strings: Sequence[str] = DEFAULT_REJECTIONS,
 ) -> Extraction:
-    """Extract the chosen option with the named extractor ("mmau" or "official")."""
-    if get_extractor_name(extractor) == "official":
+    """Extract the chosen option with the named extractor (see EXTRACTOR_NAMES)."""
+    name = get_extractor_name(extractor)
+    if name == "official":
         return extract_official(reply, options)
-    return extract_mmau(reply, options, rejection_strings)
+    if name == "mmau-string-match":
+        return extract_string_match(reply, options)
+    return extract_aqua_rules(reply, options, rejection_strings)
