@@ -249,7 +249,13 @@ MUSIC_SHARED = ["Acoustic guitar", "Electric guitar", "Bass guitar", "Piano"]
 BOOKS = ["Book", "Art book", "Science book", "None of the above"]
 VOCAL_MAIN = ["Laughter", "Sighs", "Coughs", "Throat clearings", "Sneezes"]
 PLACES = ["Library", "Beach", "Hospital", "Cafe", "Unanswerable"]
-DUPLICATES = ["Pilot", "Doctor", "Pilot", "Pilot", "Cannot be determined from the given information"]
+DUPLICATES = [
+    "Pilot",
+    "Doctor",
+    "Pilot",
+    "Pilot",
+    "Cannot be determined from the given information",
+]
 
 STRING_MATCH = [
     ("Dog", ANIMAL_AAD, "A"), ("dog.", ANIMAL_AAD, "A"), ("(a)", ANIMAL_AAD, None),
@@ -266,7 +272,8 @@ STRING_MATCH = [
     ("Keyboard", MUSIC_SOLVABLE, "E"), ("The piano", MUSIC_SOLVABLE, "C"),
     ("piano/keyboard", MUSIC_SOLVABLE, None), ("HARMONICA.", MUSIC_SOLVABLE, "B"),
     ("acoustic guitar", MUSIC_SHARED, "A"), ("guitar", MUSIC_SHARED, None),
-    ("an electric guitar", MUSIC_SHARED, "B"), ("electric guitar, not acoustic", MUSIC_SHARED, None),
+    ("an electric guitar", MUSIC_SHARED, "B"),
+    ("electric guitar, not acoustic", MUSIC_SHARED, None),
     ("bass guitar (c)", MUSIC_SHARED, "C"), ("Piano", MUSIC_SHARED, "D"),
     ("guitar piano", MUSIC_SHARED, None),
     ("book", BOOKS, "A"), ("art book", BOOKS, "B"), ("an art book", BOOKS, "B"),
