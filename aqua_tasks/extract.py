@@ -681,27 +681,34 @@ def _mmau_tokens(text: str) -> frozenset[str]:
     return frozenset(_MMAU_TOKEN.findall(text.lower()))
 
 
+@lru_cache(maxsize=4096)  # the same option lists recur thousands of times
+def _choice_tokens(choices: tuple[str, ...]) -> tuple[frozenset[str], ...]:
+    return tuple(map(_mmau_tokens, choices))
+
+
+def _holds(
+    predicted: frozenset[str], gold: frozenset[str], choices: Sequence[frozenset[str]]
+) -> bool:
+    others = set().union(*(c - gold for c in choices))
+    return bool(predicted) and gold <= predicted and predicted.isdisjoint(others)
+
+
 def string_match(prediction: str, gold: str, choices: Sequence[str]) -> bool:
     """MMAU's published `string_match`: all gold tokens present, none belonging only to others."""
-    predicted, wanted = _mmau_tokens(prediction), _mmau_tokens(gold)
-    if not predicted:
-        return False
-    others = set().union(*(_mmau_tokens(c) - wanted for c in choices))
-    return wanted <= predicted and predicted.isdisjoint(others)
+    return _holds(_mmau_tokens(prediction), _mmau_tokens(gold), _choice_tokens(tuple(choices)))
 
 
 def extract_string_match(reply: str, options: Sequence[str]) -> Extraction:
     """The single option for which MMAU's `string_match` holds; none or several: unparsed."""
     opts = _checked(reply, options)
-    folded = [" ".join(o.casefold().split()) for o in opts]
+    predicted, tokens = _mmau_tokens(reply), _choice_tokens(opts)
+    canon = _compile_item(opts, ()).canon
     # Repeated option strings (a defect of the released data) are one option, as gold is.
-    passing = sorted(
-        {folded.index(f) for i, f in enumerate(folded) if string_match(reply, opts[i], opts)}
-    )
+    passing = sorted({canon[i] for i, t in enumerate(tokens) if _holds(predicted, t, tokens)})
     if len(passing) == 1:
         return Extraction(passing[0], True, f"string_match holds for {opts[passing[0]]!r}")
     if not passing:
-        why = "empty reply" if not _mmau_tokens(reply) else "string_match holds for no option"
+        why = "empty reply" if not predicted else "string_match holds for no option"
         return Extraction(None, False, f"no-commitment: {why}")
     names = " and ".join(f"({chr(ord('a') + i)}) {opts[i]!r}" for i in passing)
     return Extraction(None, False, f"no-commitment: string_match holds for {names}")
