@@ -219,6 +219,7 @@ _ERROR = re.compile(
     r"|\bbad\s+gateway\b|\bgateway\s+time-?out\b|\bquota\s+exceeded\b|\bout\s+of\s+memory\b"
     r"|\b(?:request|connection)\s+(?:failed|timed\s+out|refused|reset|error)\b"
     r"|\bstatus\s+code\s+[45]\d\d\b|\bmaximum\s+context\s+length\b"
+    r"|\b(?:could\s+not|couldn't|failed\s+to)\s+(?:be\s+)?(?:process|load|decod|read|fetch)\w*"
 )
 _AUDIO_VERB = r"(?:hear|listen\s+to|process|play|access|open|analy[sz]e|perceive|interpret|review)"
 _REFUSAL = re.compile(

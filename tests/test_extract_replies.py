@@ -183,6 +183,7 @@ NO_ANSWER = [
     ("Traceback (most recent call last):\n  File \"serve.py\", line 12\nRuntimeError: CUDA out "
      "of memory", "error"),
     ("Request failed with status code 503 (Service Unavailable).", "error"),
+    ("The audio file could not be processed.", "error"),
     ("Sorry, I cannot process audio.", "refusal"),
     ("I can't hear audio.", "refusal"),
     ("As a text-based AI, I am unable to listen to audio files, so I cannot tell which animal it "
