@@ -230,7 +230,6 @@ _REFUSAL = re.compile(
     r"(?:audio|sound\s+files?|recordings?|clips?|attachments?|media|files?)\b"
     r"|\bno\s+audio\s+(?:file\s+)?(?:was|is|has\s+been|were)\s+(?:provided|attached|included"
     r"|given|shared|uploaded)\b|\b(?:can't|cannot)\s+(?:help|assist)\s+with\b"
-    r"|\bas\s+an?\s+(?:ai|text-based|text\s+based|(?:large\s+)?language\s+model)\b"
 )
 _NO_COMMITMENT = re.compile(
     r"\b(?:(?:do\s+not|don't|dont)\s+know|not\s+sure|unsure|no\s+(?:idea|clue)|idk|dunno"
@@ -512,7 +511,9 @@ def _by_cue(
     return None
 
 
-def _by_correction(text: str, low: str, targets: list[_Target], committed: _Mentions, item: _Item):
+def _by_correction(
+    text: str, low: str, targets: list[_Target], committed: _Mentions, item: _Item
+) -> Extraction | None:
     """The option named after the last self-correction, unless an answer cue follows it."""
     marks = list(_CORRECTION.finditer(low))
     if not marks or any(t.strong and t.cue_start > marks[-1].start() for t in targets):
@@ -526,7 +527,9 @@ def _by_correction(text: str, low: str, targets: list[_Target], committed: _Ment
     return decided if decided and decided.parsed else None
 
 
-def _by_lead(text: str, low: str, mentions: _Mentions, committed: _Mentions, item: _Item):
+def _by_lead(
+    text: str, low: str, mentions: _Mentions, committed: _Mentions, item: _Item
+) -> Extraction | None:
     """A first line that is just an answer ("(b) Sneeze", "It's a cow.") commits to it."""
     start = _LEAD_MARKER.match(text).end()
     stop = _LEAD_END.search(text, start + 1)

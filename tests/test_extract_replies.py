@@ -221,6 +221,11 @@ def test_answerability_judgement_chooses_the_rejection_option(reply, options):
     assert outcome(reply, options) == ("E", True)
 
 
+def test_ai_disclaimer_with_a_judgement_is_a_judgement_not_a_refusal():
+    reply = "As an AI, I think none of the options fit this recording."
+    assert outcome(reply, ANIMAL_AAD) == ("E", True)
+
+
 def test_refusal_followed_by_a_committed_option_is_an_answer():
     assert outcome("I can't hear audio, but if I had to guess: (c) Cow.", ANIMAL_AAD) == ("C", True)
 
