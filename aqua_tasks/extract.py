@@ -1,7 +1,7 @@
-"""Answer extraction for AQUA-Bench replies: a faithful "mmau" extractor and the authors' rule.
+"""Answer extraction for AQUA-Bench replies: our rules, the authors' rule and MMAU's string match.
 
-Both extractors are pure functions from (reply, options) to an :class:`Extraction`. See
-docs/extraction.md for the ordered rules of the mmau extractor and where the two disagree.
+Every extractor is a pure function from (reply, options) to an :class:`Extraction`. See
+docs/extraction.md for the ordered rules of `aqua-rules` and where the extractors disagree.
 """
 
 from __future__ import annotations
@@ -10,13 +10,23 @@ import bisect
 import re
 import string
 import unicodedata
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 from typing import NamedTuple
 
-EXTRACTOR_NAMES: tuple[str, ...] = ("mmau", "official")
-EXTRACTOR_VERSIONS: dict[str, str] = {"mmau": "1.0", "official": "1.0"}
+DEFAULT_EXTRACTOR = "aqua-rules"
+# Old names still accepted: runs recorded under them are re-scored by what they now name.
+EXTRACTOR_ALIASES: dict[str, str] = {"mmau": "aqua-rules"}
+# Every accepted name, canonical names first (argparse choices, metadata validation).
+EXTRACTOR_NAMES: tuple[str, ...] = ("aqua-rules", "mmau-string-match", "official", "mmau")
+_CURRENT_VERSIONS = {"aqua-rules": "2.0", "official": "1.0", "mmau-string-match": "1.0"}
+# Keyed by every accepted name, so a manifest can look up whichever name it was given.
+EXTRACTOR_VERSIONS: dict[str, str] = _CURRENT_VERSIONS | {
+    alias: _CURRENT_VERSIONS[target] for alias, target in EXTRACTOR_ALIASES.items()
+}
 DEFAULT_REJECTIONS: tuple[str, ...] = ("None of the above", "Unanswerable")
 
 # A reply this short that names no option is read as naming something else ("Trombone").
@@ -139,21 +149,31 @@ _REJECTION = re.compile(
     r"(?:information|info|details?|evidence|context|cues?|clues?)\b"
     r"|\b(?:does\s+not|doesn't|do\s+not|don't)\s+(?:provide|give|contain|convey|include|offer"
     r"|reveal)\s+(?:enough\s+|sufficient\s+|any\s+)?(?:information|info|details?|evidence)\b"
-    r"|\b(?:do\s+not|don't)\s+know\b|\bunanswerable\b|\bnot\s+answerable\b"
+    r"|\bunanswerable\b|\bnot\s+answerable\b"
     r"|\bnot\s+(?:listed|among\s+the\s+(?:options|choices)|in\s+the\s+(?:options|choices|list))\b"
 )
 _PAIR_GAP = re.compile(r"[\s:.=\-–—]*")
 _CLAUSE_BREAK = re.compile(r"[.;:!?\n,]|\b(?:but|however|although|though|whereas|while)\b")
-_HYPOTHETICAL = re.compile(r"\b(?:if|unless|whether)\b")
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|neither|nor|without|unlike|except|excluding|exclude|cannot|eliminate"
-    r"|eliminated|ruled?\s+out|rather\s+than|instead\s+of|other\s+than)\b|n't\b"
+_HYPOTHETICAL = re.compile(
+    r"\b(?:if|unless|whether|suppose|supposing|imagine|were\s+it|had\s+it\s+been)\b"
 )
+# "A violin would sound brighter": an option followed by a modal is not what was heard.
+_POST_HYPOTHETICAL = re.compile(
+    r"[\s)\]\"'\-–—]*(?:(?:also|probably|usually|typically|normally|instead)\s+)?"
+    r"(?:would|could|might)\b(?!\s+(?:\w+\s+)?be\s+(?:(?:the|my)\s+)?(?:answer|choice|correct|right|best))"
+)
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|neither|nor|without|unlike|except|excluding|exclude|excludes|cannot"
+    r"|eliminate|eliminates|eliminated|rul(?:e|es|ed|ing)\s+out|rather\s+than|instead\s+of"
+    r"|other\s+than|different\s+from)\b|n't\b"
+)
+# Mentions joined only by list glue share a negation: "rather than a cough, a laugh or a sniff".
+_LIST_GLUE = re.compile(r"[\s,/()\[\]]*(?:(?:and|or|nor|&)\s+)?(?:(?:a|an|the)\s+)?")
 _NOT_NEGATION = re.compile(r"\b(?:no\s+doubt|not\s+only|not\s+just)\b")
 _POST_NEGATION = re.compile(
     r"[\s)\]\"'\-–—:]*(?:(?:is|are|was|were|would|does|do|did|can|could|should|seems?|sounds?)\s+)?"
-    r"(?:(?:be|definitely|clearly|also)\s+)?(?:not|never|cannot|\w+n't|wrong|incorrect|unlikely"
-    r"|ruled\s+out|excluded|eliminated)\b"
+    r"(?:(?:be|definitely|clearly|also|all)\s+)?(?:not|never|cannot|\w+n't|wrong|incorrect|unlikely"
+    r"|ruled\s+out|excluded|eliminated|different|less\s+likely)\b"
 )
 _STRONG_CUE = re.compile(
     r"\b(?:(?:final|correct|best|right|my)\s+)?answer\b\s*(?:is\b|would\s+(?:\w+\s+)?be\b"
@@ -172,6 +192,54 @@ _TARGET_END = re.compile(
 _TARGET_LETTER = re.compile(r"[(\[]?([a-z])[)\]]?(?![\w'-])")
 _BARE_LETTER = re.compile(r"\W*(?:(?:answer|option|choice)\W*)?\(?([a-z])\)?\W*")
 _SENTENCE_BREAK = re.compile(r"[.!?]+\s+")
+# A self-correction makes what follows it the answer: "(a) Dog. Actually, it is a cat."
+_CORRECTION = re.compile(
+    r"\b(?:actually|wait|correction|scratch\s+that|i\s+mean|i\s+was\s+wrong|on\s+reflection"
+    r"|on\s+(?:a\s+)?(?:second|closer|further)\s+(?:thought|listen(?:ing)?|look|hearing)"
+    r"|upon\s+(?:further|closer|second)\s+\w+|let\s+me\s+(?:correct|reconsider|revise)"
+    r"|i\s+take\s+(?:it|that)\s+back|(?:changing|change|revising|revise)\s+my\s+answer)\b"
+)
+# The first line of a reply: bullets and numbering before it, its end at a sentence or dash.
+_LEAD_MARKER = re.compile(r"\s*(?:(?:[-*•>]|\d{1,2}[.)])\s+)?")
+_LEAD_END = re.compile(r"[.!?](?=\s|$)|[;\n]|\s[-–—]\s|—")
+# Words a committing first line may hold besides the option: "I believe it's (d) Pig".
+_LEAD_VOCABULARY = (
+    "answer final correct best right option choice letter my is it it's its this that that's "
+    "there there's here i i'd i'm i'll think believe hear heard say choose pick select go with "
+    "definitely clearly certainly surely obviously sound sounds like clip audio recording "
+    "source speaker person someone somebody one the a an of in be was are to me"
+)
+_LEAD_WORDS = frozenset(_LEAD_VOCABULARY.split())
+_HEDGE = re.compile(r"\b(?:maybe|perhaps|possibly|probably|likely|might|may|could|or|guess)\b")
+_LEAD_MAX_WORDS = 6
+# Three kinds of no answer: the endpoint failed, the model declined, or it said nothing.
+_ERROR = re.compile(
+    r"^\W*(?:error|exception|traceback|fatal|failed|failure)\b|\brate[\s-]?limit(?:ed)?\b"
+    r"|\btoo\s+many\s+requests\b|\binternal\s+server\s+error\b|\bservice\s+unavailable\b"
+    r"|\bbad\s+gateway\b|\bgateway\s+time-?out\b|\bquota\s+exceeded\b|\bout\s+of\s+memory\b"
+    r"|\b(?:request|connection)\s+(?:failed|timed\s+out|refused|reset|error)\b"
+    r"|\bstatus\s+code\s+[45]\d\d\b|\bmaximum\s+context\s+length\b"
+    r"|\b(?:could\s+not|couldn't|failed\s+to)\s+(?:be\s+)?(?:process|load|decod|read|fetch)\w*"
+)
+_AUDIO_VERB = r"(?:hear|listen\s+to|process|play|access|open|analy[sz]e|perceive|interpret|review)"
+_REFUSAL = re.compile(
+    r"\b(?:can't|cannot|can\s+not|unable\s+to|not\s+able\s+to"
+    r"|(?:don't|do\s+not)\s+have\s+(?:the\s+)?(?:ability|capability|capacity|access)\s+to)\s+"
+    rf"(?:(?:directly|actually|currently)\s+)?{_AUDIO_VERB}(?:\s+(?:or|and)\s+{_AUDIO_VERB})?"
+    r"\s+(?:(?:the|this|that|your|any|an|a|provided|attached|uploaded|given)\s+){0,2}"
+    r"(?:audio|sound\s+files?|recordings?|clips?|attachments?|media|files?)\b"
+    r"|\bno\s+audio\s+(?:file\s+)?(?:was|is|has\s+been|were)\s+(?:provided|attached|included"
+    r"|given|shared|uploaded)\b|\b(?:can't|cannot)\s+(?:help|assist)\s+with\b"
+)
+_NO_COMMITMENT = re.compile(
+    r"\b(?:(?:do\s+not|don't|dont)\s+know|not\s+sure|unsure|no\s+(?:idea|clue)|idk|dunno"
+    r"|(?:can't|cannot)\s+decide|hard\s+to\s+say)\b"
+)
+_CHATTER_VOCABULARY = (
+    "lol lmao rofl haha hahaha hehe hmm hmmm hm um umm uh uhh ok okay k sure thanks thank you "
+    "hi hello hey huh what wow cool nice oops meh oh ah yo bye test testing"
+)
+_CHATTER = frozenset(_CHATTER_VOCABULARY.split())
 
 
 # ---- mentions: places where the reply names an option ----------------------------------
@@ -183,6 +251,7 @@ class _Mention(NamedTuple):
     idxs: frozenset[int]  # more than one: a letter labelling another option's text
     kind: str  # "letter" | "text" | "rejection" | "pair" (a letter with its text)
     label: str
+    verb: bool = False  # an "-ing" form of a noun option: "crowing" names Crow only weakly
 
 
 def _letter_mention(m: re.Match[str], letter: str, item: _Item) -> _Mention | None:
@@ -231,7 +300,9 @@ def _mentions(text: str, low: str, item: _Item, extra: list[_Mention | None]) ->
                 article = _ARTICLE_BEFORE.search(low, max(0, word.start() - 4), word.start())
                 begin = article.start() if article else word.start()
                 label = f"option text {item.options[idx]!r}"
-                found.append(_Mention(begin, end, frozenset({idx}), "text", label))
+                verb = len(key) == 1 and word.group().lower().endswith("ing")
+                verb = verb and not item.options[idx].lower().endswith("ing")
+                found.append(_Mention(begin, end, frozenset({idx}), "text", label, verb))
     for m in _REJECTION.finditer(low):
         label = f"rejection phrase {m.group()!r}"
         if item.rejection != NO_REJECTION:
@@ -245,6 +316,19 @@ def _mentions(text: str, low: str, item: _Item, extra: list[_Mention | None]) ->
             kept.append(m)
             reach = m.end
     return _pair_letters(kept, low)
+
+
+def _drop_verb_collisions(ms: list[_Mention], masked: str) -> list[_Mention]:
+    """Drop "crowing" (Crow) right after another option it describes ("the rooster is crowing")."""
+    kept: list[_Mention] = []
+    for m in ms:
+        prev = kept[-1] if kept else None
+        if m.verb and prev is not None and prev.kind in ("text", "pair") and prev.idxs != m.idxs:
+            gap = masked[prev.end : m.start]
+            if not _CLAUSE_BREAK.search(gap) and len(gap.split()) <= 3:
+                continue
+        kept.append(m)
+    return kept
 
 
 def _pair_letters(ms: list[_Mention], low: str) -> list[_Mention]:
@@ -273,13 +357,31 @@ def _pair_letters(ms: list[_Mention], low: str) -> list[_Mention]:
     return out
 
 
-def _commits(masked: str, m: _Mention) -> bool:
-    """False for negated ("not a dog", "(b) is wrong") or hypothetical ("if it were a cat")."""
+def _pre_negated(masked: str, m: _Mention) -> bool:
+    """Negated before it, within six words of its clause ("not a dog", "rules out the (c)")."""
     before = masked[max(0, m.start - 80) : m.start]
     clause = before[max((b.end() for b in _CLAUSE_BREAK.finditer(before)), default=0) :]
-    tail = _NOT_NEGATION.sub(" ", " ".join(clause.split()[-5:]))
-    negated = _NEGATION.search(tail) or _POST_NEGATION.match(masked, m.end)
-    return not (negated or _HYPOTHETICAL.search(clause))
+    words = [w for w in clause.split() if _WORD.search(w)]
+    if _HYPOTHETICAL.search(clause):
+        return True
+    return bool(_NEGATION.search(_NOT_NEGATION.sub(" ", " ".join(words[-6:]))))
+
+
+def _post_negated(masked: str, m: _Mention) -> bool:
+    """Negated or hypothetical straight after it ("(b) is wrong", "a violin would sound")."""
+    return bool(_POST_NEGATION.match(masked, m.end) or _POST_HYPOTHETICAL.match(masked, m.end))
+
+
+def _committed_flags(masked: str, ms: list[_Mention]) -> list[bool]:
+    """Which mentions commit; a negation spreads along a list of options joined by glue."""
+    pre = [_pre_negated(masked, m) for m in ms]
+    post = [_post_negated(masked, m) for m in ms]
+    glued = [_LIST_GLUE.fullmatch(masked, a.end, b.start) is not None for a, b in pairwise(ms)]
+    for k, joined in enumerate(glued):  # "not a cough, a sniff or a laugh"
+        pre[k + 1] = pre[k + 1] or (joined and pre[k])
+    for k in reversed(range(len(glued))):  # "sniffing and throat clearing sound different"
+        post[k] = post[k] or (glued[k] and post[k + 1])
+    return [not (a or b) for a, b in zip(pre, post, strict=True)]
 
 
 class _Mentions:
@@ -309,7 +411,9 @@ class _Mentions:
         for m in self.items:  # an option's own words never negate what follows ("Cannot be")
             masked[m.start : m.end] = "x" * (m.end - m.start)
         masked_low = "".join(masked)
-        return _Mentions([m for m in self.items if _commits(masked_low, m)])
+        flags = _committed_flags(masked_low, self.items)
+        kept = [m for m, ok in zip(self.items, flags, strict=True) if ok]
+        return _Mentions(_drop_verb_collisions(kept, masked_low))
 
 
 # ---- decisions -------------------------------------------------------------------------
@@ -362,8 +466,15 @@ def _verdict(ms: list[_Mention], item: _Item, where: str) -> Extraction | None:
     return Extraction(idxs[0], True, label)
 
 
-def _head_match(span: str, item: _Item) -> Extraction | None:
-    hits = {item.heads[s] for s in map(_stem, _WORD.findall(span)) if s in item.heads}
+def _head_match(text: str, low: str, lo: int, hi: int, item: _Item) -> Extraction | None:
+    """The one multi-word option whose last word the span names, not negated ("a guitar")."""
+    hits = set()
+    for w in _WORD.finditer(text, lo, hi):
+        idx = item.heads.get(_stem(w.group()))
+        if idx is not None:
+            m = _Mention(w.start(), w.end(), frozenset({idx}), "text", "")
+            if not (_pre_negated(low, m) or _post_negated(low, m)):
+                hits.add(idx)
     if len(hits) != 1:
         return None
     (idx,) = hits
@@ -371,7 +482,12 @@ def _head_match(span: str, item: _Item) -> Extraction | None:
 
 
 def _by_cue(
-    text: str, targets: list[_Target], mentions: _Mentions, committed: _Mentions, item: _Item
+    text: str,
+    low: str,
+    targets: list[_Target],
+    mentions: _Mentions,
+    committed: _Mentions,
+    item: _Item,
 ) -> Extraction | None:
     """The last explicit answer ("answer is X", "so: X", "I choose X"), if one decides."""
     for name, strong, cue_start, start, end in reversed(targets):
@@ -387,7 +503,7 @@ def _by_cue(
         span = text[start:end]
         if strong and not _WORD.search(text, end) and not mentions.within(start, end):
             # The reply ends on "Final answer: Trombone": a committed non-option.
-            by_head = _head_match(span, item)
+            by_head = _head_match(text, low, start, end, item)
             if by_head or 1 <= len(_WORD.findall(span)) <= 5:
                 return by_head or Extraction(
                     None, True, f"answer {span.strip()!r} is not an option"
@@ -395,7 +511,72 @@ def _by_cue(
     return None
 
 
-def _by_position(text: str, mentions: _Mentions, committed: _Mentions, item: _Item) -> Extraction:
+def _by_correction(
+    text: str, low: str, targets: list[_Target], committed: _Mentions, item: _Item
+) -> Extraction | None:
+    """The option named after the last self-correction, unless an answer cue follows it."""
+    marks = list(_CORRECTION.finditer(low))
+    if not marks or any(t.strong and t.cue_start > marks[-1].start() for t in targets):
+        return None
+    after = committed.within(marks[-1].end(), len(text))
+    if not after:
+        return None
+    end = _SENTENCE_BREAK.search(text, after[0].end)
+    named = committed.within(marks[-1].end(), end.start() if end else len(text))
+    decided = _verdict(named, item, f" after correction {' '.join(marks[-1].group().split())!r}")
+    return decided if decided and decided.parsed else None
+
+
+def _by_lead(
+    text: str, low: str, mentions: _Mentions, committed: _Mentions, item: _Item
+) -> Extraction | None:
+    """A first line that is just an answer ("(b) Sneeze", "It's a cow.") commits to it."""
+    start = _LEAD_MARKER.match(text).end()
+    stop = _LEAD_END.search(text, start + 1)
+    end = stop.start() if stop else len(text)
+    # A reply that is only its first line is read by position, as any other.
+    if (
+        not _WORD.search(text, end)
+        or (stop and stop.group() == "?")
+        or _HEDGE.search(low, start, end)
+    ):
+        return None
+    named = committed.within(start, end)
+    decided = _verdict(named, item, " in first line")
+    if not decided or not decided.parsed or len(mentions.within(start, end)) != len(named):
+        return None
+    rest, pos = [], start
+    for m in named:
+        rest += _WORD.findall(low, pos, m.start)
+        pos = max(pos, m.end)
+    rest += _WORD.findall(low, pos, end)
+    if len(rest) > _LEAD_MAX_WORDS or not _LEAD_WORDS.issuperset(rest):
+        return None
+    return decided
+
+
+def _no_answer(text: str, low: str, committed: _Mentions) -> Extraction | None:
+    """An error, a capability refusal or a reply without commitment: nothing to score."""
+    if not any(m.kind != "rejection" for m in committed.items):
+        # A refusal's "so I cannot tell" is about the model, not an answerability judgement.
+        for kind, pattern in (("error", _ERROR), ("refusal", _REFUSAL)):
+            found = pattern.search(low)
+            if found:
+                return Extraction(None, False, f"{kind}: {' '.join(found.group().split())!r}")
+    if committed.items:
+        return None
+    found = _NO_COMMITMENT.search(low)
+    if found:
+        return Extraction(None, False, f"no-commitment: {' '.join(found.group().split())!r}")
+    words = [w.lower() for w in _WORD.findall(text)]
+    if len(words) <= SHORT_REPLY_WORDS and _CHATTER.issuperset(words):
+        return Extraction(None, False, f"no-commitment: chatter {text[:40]!r}")
+    return None
+
+
+def _by_position(
+    text: str, low: str, mentions: _Mentions, committed: _Mentions, item: _Item
+) -> Extraction:
     """What the whole reply, else its last line, else its last sentence commits to."""
     line_start = text.rfind("\n") + 1
     breaks = _SENTENCE_BREAK.finditer(text, line_start)
@@ -416,10 +597,14 @@ def _by_position(text: str, mentions: _Mentions, committed: _Mentions, item: _It
         names = " and ".join(_describe(i, item) for i in sorted(mentions.named_from(0)))
         return Extraction(None, False, f"only negated or hypothetical mentions of {names}")
     # No option named: a short reply names something else, which is a wrong answer.
-    if len(_WORD.findall(text)) <= SHORT_REPLY_WORDS:
-        not_option = Extraction(None, True, f"names {text[:40]!r}, not an option")
-        return _head_match(text, item) or not_option
-    return Extraction(None, False, "no option, letter or rejection recognised")
+    words = len(_WORD.findall(text))
+    by_head = _head_match(text, low, 0, len(text), item)
+    if words <= SHORT_REPLY_WORDS:
+        return by_head or Extraction(None, True, f"names {text[:40]!r}, not an option")
+    # A longer plain sentence naming one option by its head noun: "... is clearly a guitar."
+    if by_head and not _SENTENCE_BREAK.search(text.rstrip(".!? ")):
+        return by_head
+    return Extraction(None, False, "no-commitment: no option, letter or rejection recognised")
 
 
 # ---- public API ------------------------------------------------------------------------
@@ -435,7 +620,7 @@ def _checked(reply: str, options: Sequence[str]) -> tuple[str, ...]:
     return tuple(options)
 
 
-def extract_mmau(
+def extract_aqua_rules(
     reply: str, options: Sequence[str], rejection_strings: Sequence[str] = DEFAULT_REJECTIONS
 ) -> Extraction:
     """Read the option a free-form reply commits to, never guessing (see docs/extraction.md)."""
@@ -456,9 +641,19 @@ def extract_mmau(
     targets, cue_letters = _cue_targets(low, item)
     mentions = _Mentions(_mentions(text, low, item, cue_letters))
     committed = mentions.committed(low)
-    return _by_cue(text, targets, mentions, committed, item) or _by_position(
-        text, mentions, committed, item
+    # Order: no answer at all; a self-correction; the last explicit answer cue; a committing
+    # first line; then what the whole reply, its last line or its last sentence commits to.
+    return (
+        _no_answer(text, low, committed)
+        or _by_correction(text, low, targets, committed, item)
+        or _by_cue(text, low, targets, mentions, committed, item)
+        or _by_lead(text, low, mentions, committed, item)
+        or _by_position(text, low, mentions, committed, item)
     )
+
+
+# The default extractor's former name, kept for old imports.
+extract_mmau = extract_aqua_rules
 
 
 @lru_cache(maxsize=26)
@@ -483,22 +678,87 @@ def extract_official(reply: str, options: Sequence[str], answer: str | None = No
     return Extraction(None, False, "empty reply" if not r else "no letter or option text")
 
 
+_MMAU_TOKEN = re.compile(r"\b\w+\b")
+
+
+def _mmau_tokens(text: str) -> frozenset[str]:
+    return frozenset(_MMAU_TOKEN.findall(text.lower()))
+
+
+@lru_cache(maxsize=4096)  # the same option lists recur thousands of times
+def _choice_tokens(choices: tuple[str, ...]) -> tuple[frozenset[str], ...]:
+    return tuple(map(_mmau_tokens, choices))
+
+
+def _holds(
+    predicted: frozenset[str], gold: frozenset[str], choices: Sequence[frozenset[str]]
+) -> bool:
+    others = set().union(*(c - gold for c in choices))
+    return bool(predicted) and gold <= predicted and predicted.isdisjoint(others)
+
+
+def string_match(prediction: str, gold: str, choices: Sequence[str]) -> bool:
+    """MMAU's published `string_match`: all gold tokens present, none belonging only to others."""
+    return _holds(_mmau_tokens(prediction), _mmau_tokens(gold), _choice_tokens(tuple(choices)))
+
+
+def extract_string_match(reply: str, options: Sequence[str]) -> Extraction:
+    """The single option for which MMAU's `string_match` holds; none or several: unparsed."""
+    opts = _checked(reply, options)
+    predicted, tokens = _mmau_tokens(reply), _choice_tokens(opts)
+    canon = _compile_item(opts, ()).canon
+    # Repeated option strings (a defect of the released data) are one option, as gold is.
+    passing = sorted({canon[i] for i, t in enumerate(tokens) if _holds(predicted, t, tokens)})
+    if len(passing) == 1:
+        return Extraction(passing[0], True, f"string_match holds for {opts[passing[0]]!r}")
+    if not passing:
+        why = "empty reply" if not predicted else "string_match holds for no option"
+        return Extraction(None, False, f"no-commitment: {why}")
+    names = " and ".join(f"({chr(ord('a') + i)}) {opts[i]!r}" for i in passing)
+    return Extraction(None, False, f"no-commitment: string_match holds for {names}")
+
+
+def _warn_alias(name: str) -> None:
+    # The warnings filter shows it once per calling line, though every re-scored item calls it.
+    warnings.warn(
+        f"extractor name {name!r} is an alias of {EXTRACTOR_ALIASES[name]!r}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
 def get_extractor_name(name: str) -> str:
-    """Return the canonical extractor name, or raise ValueError naming the valid choices."""
+    """Return the canonical extractor name (aliases resolved), or raise ValueError."""
     canonical = name.strip().lower() if isinstance(name, str) else name
     if canonical not in EXTRACTOR_NAMES:
         raise ValueError(f"unknown extractor {name!r}; valid choices: {', '.join(EXTRACTOR_NAMES)}")
+    if canonical in EXTRACTOR_ALIASES:
+        _warn_alias(canonical)
+        return EXTRACTOR_ALIASES[canonical]
     return canonical
+
+
+def rescoring_notice(name: str, version: str | None) -> str | None:
+    """One line saying a run recorded under an old extractor name or version is re-scored."""
+    canonical = get_extractor_name(name)
+    current = _CURRENT_VERSIONS[canonical]
+    if canonical == name.strip().lower() and (version is None or version == current):
+        return None
+    recorded = f"{name.strip()!r}" + (f" {version}" if version else "")
+    return f"recorded extractor {recorded} re-scored with {canonical!r} {current} (current code)"
 
 
 def extract(
     reply: str,
     options: Sequence[str],
     *,
-    extractor: str = "mmau",
+    extractor: str = DEFAULT_EXTRACTOR,
     rejection_strings: Sequence[str] = DEFAULT_REJECTIONS,
 ) -> Extraction:
-    """Extract the chosen option with the named extractor ("mmau" or "official")."""
-    if get_extractor_name(extractor) == "official":
+    """Extract the chosen option with the named extractor (see EXTRACTOR_NAMES)."""
+    name = get_extractor_name(extractor)
+    if name == "official":
         return extract_official(reply, options)
-    return extract_mmau(reply, options, rejection_strings)
+    if name == "mmau-string-match":
+        return extract_string_match(reply, options)
+    return extract_aqua_rules(reply, options, rejection_strings)

@@ -1,8 +1,11 @@
-"""Throughput of the mmau and official answer extractors on a realistic mix of replies.
+"""Throughput of the answer extractors and where they disagree, on a realistic mix of replies.
 
 Replies are built from the released AQUA-Bench items: short letters, option texts, free-text
-rejections and long reasoning replies that weigh several options before answering. Both
-extractors read the same replies in the same run.
+rejections, answers first with a justification after, non-answers (errors, refusals, chatter)
+and long reasoning replies that weigh several options before answering. Every extractor
+(`aqua-rules`, the default; `official`; `mmau-string-match`) reads the same replies in the
+same run; the table counts, per reply kind, the replies on which two extractors choose
+differently (an unparsed reply chooses nothing).
 
     python benchmarks/bench_extract.py --n 20000 --json
 """
@@ -19,7 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aqua_tasks.data import TRACKS, VARIANT_SUFFIXES, AquaDataError, AquaItem, load_items
-from aqua_tasks.extract import Extraction, extract_mmau, extract_official
+from aqua_tasks.extract import (
+    Extraction,
+    extract_aqua_rules,
+    extract_official,
+    extract_string_match,
+)
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "aqua-bench"
 FILLER = (
@@ -27,6 +35,13 @@ FILLER = (
     "The timbre is bright and the onset is sharp, with a clear harmonic structure. ",
     "There is a repeated pattern at a steady rhythm. ",
     "The question asks about something the audio may not convey. ",
+)
+NON_ANSWERS = (
+    "Error: rate limited",
+    "Sorry, I cannot process audio.",
+    "I don't know.",
+    "lol",
+    "As a text-based AI, I am unable to listen to audio files.",
 )
 
 
@@ -38,7 +53,8 @@ def make_reply(item: AquaItem, rng: random.Random) -> tuple[str, str]:
     """One reply of a randomly drawn kind, as a model might write it about this item."""
     i = rng.randrange(len(item.options))
     text, letter = item.options[i], _letter(i)
-    kind = rng.choices(["letter", "text", "rejection", "reasoning"], weights=[3, 3, 1, 3])[0]
+    kinds = ["letter", "text", "rejection", "answer-first", "non-answer", "reasoning"]
+    kind = rng.choices(kinds, weights=[3, 3, 1, 2, 1, 3])[0]
     if kind == "letter":
         reply = rng.choice([f"({letter})", letter.upper(), f"Answer: {letter.upper()}",
                             f"**({letter.upper()})**", f"({letter}) {text}"])  # fmt: skip
@@ -47,6 +63,19 @@ def make_reply(item: AquaItem, rng: random.Random) -> tuple[str, str]:
     elif kind == "rejection":
         reply = rng.choice(["None of the above.", "It cannot be determined from the audio.",
                             "It is not possible to tell from the recording."])  # fmt: skip
+    elif kind == "answer-first":
+        # The option first, then a justification that names other options.
+        others = [o for j, o in enumerate(item.options) if j != i][:3]
+        reply = rng.choice(
+            [
+                f"({letter}) {text}\n\nThe clip rules out the other options "
+                f"({', '.join(o.lower() for o in others)}).",
+                f"**{text}**\n\nIt is not {others[0].lower()} or {others[1].lower()}.",
+                f"{letter.upper()}. {text} — {others[0].lower()} would sound different.",
+            ]
+        )
+    elif kind == "non-answer":
+        reply = rng.choice(NON_ANSWERS)
     else:
         # Reasoning replies weigh other options before committing, as chain-of-thought does.
         others = rng.sample(range(len(item.options)), k=min(3, len(item.options)))
@@ -70,16 +99,30 @@ def time_extractor(fn: Callable[[str, AquaItem], Extraction], work: list) -> flo
     return len(work) / best
 
 
-def _mmau(reply: str, item: AquaItem) -> Extraction:
-    return extract_mmau(reply, item.options, item.rejection_strings)
+EXTRACTORS: dict[str, Callable[[str, AquaItem], Extraction]] = {
+    "aqua-rules": lambda reply, item: extract_aqua_rules(
+        reply, item.options, item.rejection_strings
+    ),
+    "official": lambda reply, item: extract_official(reply, item.options),
+    "mmau-string-match": lambda reply, item: extract_string_match(reply, item.options),
+}
+PAIRS = (("aqua-rules", "official"), ("aqua-rules", "mmau-string-match"),
+         ("official", "mmau-string-match"))  # fmt: skip
 
 
-def _official(reply: str, item: AquaItem) -> Extraction:
-    return extract_official(reply, item.options)
+def disagreement_table(kinds: list[str], choices: dict[str, list[int | None]]) -> dict:
+    """Per reply kind (and "all"): replies, and for each pair of extractors how many differ."""
+    table: dict[str, dict[str, int]] = {}
+    for kind in [*sorted(set(kinds)), "all"]:
+        rows = [k for k, name in enumerate(kinds) if kind in ("all", name)]
+        table[kind] = {"replies": len(rows)} | {
+            f"{a} vs {b}": sum(choices[a][k] != choices[b][k] for k in rows) for a, b in PAIRS
+        }
+    return table
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Build the reply mix, time both extractors and print replies/second and their ratio."""
+    """Build the reply mix, time every extractor, print replies/second and the disagreements."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=20000, help="number of replies (default 20000)")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the reply mix")
@@ -105,29 +148,33 @@ def main(argv: list[str] | None = None) -> int:
     drawn = [rng.choice(items) for _ in range(args.n)]
     replies = [make_reply(item, rng) for item in drawn]
     work = [(reply, item) for item, (_, reply) in zip(drawn, replies, strict=True)]
-    mmau = time_extractor(_mmau, work)
-    official = time_extractor(_official, work)
-    disagree = sum(_mmau(r, item).choice != _official(r, item).choice for r, item in work)
-    kinds = {k: sum(kind == k for kind, _ in replies) for k in sorted({k for k, _ in replies})}
+    speed = {name: time_extractor(fn, work) for name, fn in EXTRACTORS.items()}
+    results = {name: [fn(r, item) for r, item in work] for name, fn in EXTRACTORS.items()}
+    choices = {name: [x.choice for x in rs] for name, rs in results.items()}
+    kind_of = [kind for kind, _ in replies]
+    kinds = {k: kind_of.count(k) for k in sorted(set(kind_of))}
     result = {
         "replies": args.n,
         "mix": kinds,
         "mean_reply_chars": round(sum(len(r) for _, r in replies) / args.n, 1),
-        "mmau_replies_per_s": round(mmau),
-        "official_replies_per_s": round(official),
-        "official_over_mmau": round(official / mmau, 1),
-        "disagreements": disagree,
+        "replies_per_s": {name: round(v) for name, v in speed.items()},
+        "unparsed": {name: sum(not x.parsed for x in rs) for name, rs in results.items()},
+        "disagreements": disagreement_table(kind_of, choices),
         "python": platform.python_version(),
         "machine": platform.machine(),
     }
     if args.json:
         print(json.dumps(result))
-    else:
-        print(f"{args.n} replies {kinds}, mean {result['mean_reply_chars']} chars")
-        print(f"mmau:     {mmau:12,.0f} replies/s")
-        print(f"official: {official:12,.0f} replies/s")
-        print(f"ratio:    official is {official / mmau:.1f}x faster than mmau")
-        print(f"choices differ on {disagree} of {args.n} replies")
+        return 0
+    print(f"{args.n} replies {kinds}, mean {result['mean_reply_chars']} chars")
+    for name, value in speed.items():
+        unparsed = result["unparsed"][name]
+        print(f"{name:<18} {value:12,.0f} replies/s   unparsed {unparsed}")
+    print("\nreplies on which two extractors choose differently")
+    header = ["kind", "replies", *(f"{a} vs {b}" for a, b in PAIRS)]
+    print(" | ".join(header))
+    for kind, row in result["disagreements"].items():
+        print(" | ".join([kind, *(str(v) for v in row.values())]))
     return 0
 
 

@@ -131,7 +131,7 @@ def test_gerund_option_is_named_without_its_verb():
      "It cannot be determined from the audio.", "It is not possible to tell.",
      "Unanswerable", "There is no correct answer.", "Insufficient information.",
      "All answers are incorrect.", "The audio does not provide enough information.",
-     "I don't know.", "The correct answer is not listed."],
+     "The correct answer is not listed."],
 )  # fmt: skip
 @pytest.mark.parametrize(
     ("options", "rejections"),
@@ -347,15 +347,19 @@ def test_extract_dispatches_to_the_named_extractor():
 
 
 def test_get_extractor_name_validates_and_names_the_choices():
-    assert get_extractor_name(" MMAU ") == "mmau"
-    with pytest.raises(ValueError, match="valid choices: mmau, official"):
+    assert get_extractor_name(" AQUA-rules ") == "aqua-rules"
+    assert get_extractor_name(" MMAU ") == "aqua-rules"  # the default's former name
+    with pytest.raises(
+        ValueError, match="valid choices: aqua-rules, mmau-string-match, official, mmau"
+    ):
         get_extractor_name("lmms")
     with pytest.raises(ValueError, match="valid choices"):
         extract("(a)", ANIMAL_AAD, extractor="random")
 
 
 def test_every_extractor_has_a_recorded_version():
-    assert set(EXTRACTOR_VERSIONS) == set(EXTRACTOR_NAMES) == {"mmau", "official"}
+    assert set(EXTRACTOR_VERSIONS) == set(EXTRACTOR_NAMES)
+    assert set(EXTRACTOR_NAMES) == {"aqua-rules", "official", "mmau-string-match", "mmau"}
 
 
 def test_letter_property_maps_choice_to_capital_letter():

@@ -357,7 +357,10 @@ def test_regress_refuses_incomparable_runs_with_exit_2_and_the_reason(runs, caps
 
     other = _edit_samples(runs["base"], tmp_path / "official", official)
     code, _, err = regress(capsys, "--baseline", str(runs["base"]), "--candidate", str(other))
-    assert code == 2 and "aqua_animal: extractor differs (baseline mmau; candidate official)" in err
+    assert (
+        code == 2
+        and "aqua_animal: extractor differs (baseline aqua-rules; candidate official)" in err
+    )
 
     def chat(sample: dict) -> dict:
         sample["prompt_hash"] = "0" * 64
