@@ -13,7 +13,7 @@ from lm_eval.api.task import ConfigurableTask
 from aqua_tasks.audio import AudioFileError, AudioRoots, LazyAudio, probe_audio, resolve_audio
 from aqua_tasks.data import check_track, check_variant, load_items, track_file
 from aqua_tasks.docs import audio_enabled, clip_indices, doc_to_item, item_to_doc
-from aqua_tasks.extract import get_extractor_name
+from aqua_tasks.extract import DEFAULT_EXTRACTOR, get_extractor_name
 from aqua_tasks.manifest import DOC_FIELDS, run_manifest
 from aqua_tasks.prompts import check_prompt_style, render_prompt
 from aqua_tasks.scoring import (
@@ -67,7 +67,7 @@ def task_manifest(
     *,
     data_dir: str | None = None,
     prompt_style: str = "plain",
-    extractor: str = "mmau",
+    extractor: str = DEFAULT_EXTRACTOR,
 ) -> dict[str, str]:
     """The manifest of one track's task (data file hash, prompt, extractor, versions)."""
     check_track(track)
@@ -88,7 +88,7 @@ def build_docs(
     *,
     data_dir: str | None = None,
     prompt_style: str = "plain",
-    extractor: str = "mmau",
+    extractor: str = DEFAULT_EXTRACTOR,
     exclude_defective: object = False,
     settings: Mapping | None = None,
 ) -> list[dict]:
@@ -135,7 +135,7 @@ def _docs_arguments(settings: Mapping) -> dict:
         "variant": str(settings.get("variant") or "main"),
         "data_dir": settings.get("data_dir"),
         "prompt_style": str(settings.get("prompt") or "plain"),
-        "extractor": str(settings.get("extractor") or "mmau"),
+        "extractor": str(settings.get("extractor") or DEFAULT_EXTRACTOR),
     }
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from aqua_tasks.data import DATA_HELP, AquaDataError
 from aqua_tasks.docs import audio_enabled
-from aqua_tasks.extract import get_extractor_name
+from aqua_tasks.extract import DEFAULT_EXTRACTOR, get_extractor_name
 
 AQUA_METADATA_KEYS: tuple[str, ...] = (
     "data_dir",
@@ -47,7 +47,7 @@ def check_aqua_metadata(metadata: Mapping | None) -> None:
     if not Path(str(data_dir)).expanduser().is_dir():
         raise AquaDataError(f"data_dir {str(data_dir)!r} is not a directory. {DATA_HELP}")
     try:
-        get_extractor_name(str(metadata.get("extractor") or "mmau"))
+        get_extractor_name(str(metadata.get("extractor") or DEFAULT_EXTRACTOR))
     except ValueError as error:
         raise AquaDataError(f"--metadata extractor: {error}") from None
     if audio_enabled(metadata) and not any(metadata.get(k) for k in AUDIO_ROOT_KEYS):

@@ -30,6 +30,7 @@ from aqua_tasks.data import (
     task_name,
 )
 from aqua_tasks.docs import audio_enabled, doc_to_item, is_aqua_doc
+from aqua_tasks.extract import DEFAULT_EXTRACTOR
 from aqua_tasks.manifest import MANIFEST_FIELDS
 from aqua_tasks.scoring import Verdict, score_reply
 
@@ -637,7 +638,7 @@ def score_items(
         score_reply(
             i.item,
             i.reply,
-            extractor=extractor or i.extractor or "mmau",
+            extractor=extractor or i.extractor or DEFAULT_EXTRACTOR,
             exclude_defective=exclude_defective or i.exclude_defective,
         )
         for i in items

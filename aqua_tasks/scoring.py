@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from aqua_tasks.data import TYPES, UNANSWERABLE_TYPES, AquaItem
-from aqua_tasks.extract import extract
+from aqua_tasks.extract import DEFAULT_EXTRACTOR, EXTRACTOR_ALIASES, extract
 
 RATE_METRICS: tuple[str, ...] = (
     "acc",
@@ -58,7 +58,11 @@ class Verdict:
 
 
 def score_reply(
-    item: AquaItem, reply: str | None, *, extractor: str = "mmau", exclude_defective: bool = False
+    item: AquaItem,
+    reply: str | None,
+    *,
+    extractor: str = DEFAULT_EXTRACTOR,
+    exclude_defective: bool = False,
 ) -> Verdict:
     """Extract the chosen option from a reply and judge it against the released gold."""
     result = extract(
@@ -74,7 +78,8 @@ def score_reply(
         type=item.type,
         subtype=item.subtype,
         clip=item.audio_filename,
-        extractor=extractor,
+        # Rows name the extractor that scored them, also for runs recorded under an alias.
+        extractor=EXTRACTOR_ALIASES.get(extractor, extractor),
         choice=result.letter,
         chosen_option=chosen,
         gold=f"({chr(ord('A') + item.answer_index)}) {item.answer}",

@@ -142,7 +142,7 @@ def test_aqua_eval_replay_gives_hand_computed_metrics_on_released_data(replay_ru
     assert results["n-samples"]["aqua_vocal"]["effective"] == 1440
     assert results["configs"]["aqua_animal"]["generation_kwargs"]["until"] == []
     assert results["configs"]["aqua_animal"]["generation_kwargs"]["max_gen_toks"] == 1024
-    assert results["configs"]["aqua_animal"]["metadata"]["extractor"] == "mmau"
+    assert results["configs"]["aqua_animal"]["metadata"]["extractor"] == "aqua-rules"
 
 
 def test_aqua_score_on_logged_samples_equals_the_lm_eval_run(replay_run, tmp_path):
