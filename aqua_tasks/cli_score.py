@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from aqua_tasks.cli_common import add_json_flag, add_progress_flag, add_seed_flag, fail, progress
 from aqua_tasks.data import TRACKS, AquaDataError
 from aqua_tasks.extract import EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
 from aqua_tasks.intervals import metric_intervals, wilson_interval
@@ -16,11 +17,13 @@ from aqua_tasks.runs import score_items as score_replies
 from aqua_tasks.scoring import Verdict, format_table, metric_value, summarize
 from aqua_tasks.serialize import json_safe
 
+PROG = "aqua-score"
+
 
 def build_parser() -> argparse.ArgumentParser:
     """Command-line options of aqua-score."""
     parser = argparse.ArgumentParser(
-        prog="aqua-score",
+        prog=PROG,
         description=(
             "Score saved replies to AQUA-Bench questions: Solvable accuracy and conditional "
             "accuracy (CA) on AAD, IASD and IAQD, per track. RESULTS is an lm-eval output "
@@ -60,9 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--n-boot", type=int, default=2000, help="bootstrap resamples for CA intervals"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the CA bootstrap")
+    add_seed_flag(parser, help="seed of the CA bootstrap")
     parser.add_argument("--per-item", type=Path, help="write one JSON row per item here")
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    add_json_flag(parser)
+    add_progress_flag(parser)
     return parser
 
 
@@ -99,11 +103,6 @@ def breakdown(replies: Sequence[RunItem], verdicts: Sequence[Verdict], by: str) 
     return rows
 
 
-def _fail(message: str) -> int:
-    print(f"aqua-score: error: {message}", file=sys.stderr)
-    return 2
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: exit 0 on success, 2 on unreadable or malformed input."""
     args = build_parser().parse_args(argv)
@@ -115,13 +114,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             else None
         )
     except (AquaDataError, OSError) as error:
-        return _fail(str(error))
+        return fail(PROG, str(error))
     per_task: dict[str, dict[str, float]] = {}
     intervals: dict[str, dict[str, tuple[float, float]]] = {}
     extractors: dict[str, str] = {}
     breakdowns: dict[str, list[dict]] = {}
     rows: list[dict] = []
-    for task, task_replies in iter_tasks(replies):
+    tasks = iter_tasks(replies)
+    for task, task_replies in progress(tasks, "scoring", not args.no_progress, unit="task"):
         verdicts = score_replies(
             task_replies, extractor=args.extractor, exclude_defective=args.exclude_defective
         )
@@ -130,7 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if conditions is not None:
             track = task_replies[0].item.track
             if track not in conditions:
-                return _fail(f"--condition-on {args.condition_on} has no {track} Solvable items")
+                return fail(
+                    PROG, f"--condition-on {args.condition_on} has no {track} Solvable items"
+                )
             condition = conditions[track]
         per_task[task] = summarize(values, condition)
         intervals[task] = metric_intervals(

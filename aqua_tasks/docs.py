@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from aqua_tasks.cli_common import parse_bool
 from aqua_tasks.data import AquaItem
-
-FALSE_STRINGS = frozenset({"0", "false", "no", "off"})
 
 
 def audio_enabled(settings: Mapping) -> bool:
     """Whether a run feeds audio (default) or is an explicit text-only run (`"audio": false`)."""
-    value = settings.get("audio", True)
-    return value is True or str(value).strip().lower() not in FALSE_STRINGS
+    return parse_bool("audio", settings.get("audio", True))
 
 
 def item_to_doc(item: AquaItem, *, audio_path: str, audio_error: str, run: Mapping) -> dict:

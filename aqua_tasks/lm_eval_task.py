@@ -11,6 +11,7 @@ import datasets
 from lm_eval.api.task import ConfigurableTask
 
 from aqua_tasks.audio import AudioFileError, AudioRoots, LazyAudio, probe_audio, resolve_audio
+from aqua_tasks.cli_common import parse_bool
 from aqua_tasks.data import check_track, check_variant, load_items, track_file
 from aqua_tasks.docs import audio_enabled, doc_to_item, item_to_doc
 from aqua_tasks.extract import get_extractor_name
@@ -26,12 +27,6 @@ from aqua_tasks.scoring import (
 )
 
 logger = logging.getLogger(__name__)
-
-TRUE_STRINGS = frozenset({"1", "true", "yes", "on"})
-
-
-def _flag(value: object) -> bool:
-    return value is True or str(value).strip().lower() in TRUE_STRINGS
 
 
 class AquaTask(ConfigurableTask):
@@ -80,7 +75,7 @@ def build_docs(
         variant=variant,
         prompt_style=prompt_style,
         extractor=extractor,
-    ) | {"exclude_defective": _flag(exclude_defective)}
+    ) | {"exclude_defective": parse_bool("exclude_defective", exclude_defective)}
     settings = settings or {}
     with_audio = audio_enabled(settings)
     roots = AudioRoots.from_settings(settings)
