@@ -7,4 +7,4 @@ from orca_judge.lm_eval.samples import NOT_LOADED, items_from_samples, read_samp
 
 __all__ = ["NOT_LOADED", "build_parser", "items_from_samples", "main", "read_samples"]
 
-module_moved(__name__, "orca_judge.lm_eval.samples (logic) and orca_judge.cli_lm_eval_items (CLI)")
+module_moved(__name__, "orca_judge.cli_lm_eval_items (CLI) and orca_judge.lm_eval.samples (logic)")
