@@ -11,11 +11,12 @@ from pathlib import Path
 from aqua_tasks.cli_common import add_json_flag, add_progress_flag, add_seed_flag, fail, progress
 from aqua_tasks.data import TRACKS, AquaDataError
 from aqua_tasks.extract import EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
-from aqua_tasks.intervals import metric_intervals, wilson_interval
-from aqua_tasks.runs import RunItem, iter_tasks, read_run, require_aqua_items
+from aqua_tasks.intervals import metric_intervals
+from aqua_tasks.run_scores import breakdown, condition_map
+from aqua_tasks.runs import iter_tasks, read_run, require_aqua_items
 from aqua_tasks.runs import score_items as score_replies
-from aqua_tasks.scoring import Verdict, format_table, metric_value, summarize
-from aqua_tasks.serialize import json_safe
+from aqua_tasks.scoring import format_table, metric_value, summarize
+from aqua_tasks.serialize import json_safe, write_jsonl
 
 PROG = "aqua-score"
 
@@ -70,39 +71,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def condition_map(replies: Sequence[RunItem], extractor: str | None) -> dict[str, dict]:
-    """Per track: clip -> whether the (other) run answered the clip's Solvable item right."""
-    solvable = [r for r in replies if r.item.type == "Solvable"]
-    verdicts = score_replies(solvable, extractor=extractor, exclude_defective=False)
-    by_track: dict[str, dict] = {}
-    for reply, verdict in zip(solvable, verdicts, strict=True):
-        by_track.setdefault(reply.item.track, {})[verdict.clip] = verdict.correct
-    return by_track
-
-
-def breakdown(replies: Sequence[RunItem], verdicts: Sequence[Verdict], by: str) -> list[dict]:
-    """Accuracy with a Wilson interval per (type, subtype) or (type, true class)."""
-    cells: dict[tuple[str, str], list[bool]] = {}
-    for reply, verdict in zip(replies, verdicts, strict=True):
-        if verdict.excluded:
-            continue
-        group = reply.item.subtype if by == "subtype" else reply.item.true_class
-        cells.setdefault((verdict.type, group or "—"), []).append(verdict.correct)
-    rows = []
-    for (item_type, group), flags in sorted(cells.items()):
-        low, high = wilson_interval(sum(flags), len(flags))
-        rows.append(
-            {
-                "type": item_type,
-                by: group,
-                "n": len(flags),
-                "acc": sum(flags) / len(flags),
-                "ci95": [low, high],
-            }
-        )
-    return rows
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: exit 0 on success, 2 on unreadable or malformed input."""
     args = build_parser().parse_args(argv)
@@ -146,10 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for r, v in zip(task_replies, verdicts, strict=True)
         )
     if args.per_item:
-        args.per_item.parent.mkdir(parents=True, exist_ok=True)
-        with args.per_item.open("w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        write_jsonl(args.per_item, rows)
     if args.json:
         payload = {
             "results": per_task,

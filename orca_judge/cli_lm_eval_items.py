@@ -8,11 +8,10 @@ the numbers of judging in the run.
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
-from pathlib import Path
 
 from aqua_tasks.cli_common import fail
+from aqua_tasks.serialize import write_jsonl
 
 from .lm_eval.samples import NOT_LOADED, items_from_samples, read_samples
 from .lm_eval.settings import OrcaMetricSettings
@@ -58,8 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         items = items_from_samples(read_samples(args.samples), settings, args.filter)
     except ValueError as err:
         return fail(PROG, str(err))
-    out = Path(args.output)
-    out.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+    out = write_jsonl(args.output, items)
     print(f"wrote {len(items)} items to {out}; score them with: orca-score --input {out} ...")
     return 0
 

@@ -232,3 +232,16 @@ def test_orca_boolean_settings_keep_naming_the_setting():
     assert settings.clamp is False and settings.strict_backbone is True
     with pytest.raises(OrcaMetricError, match="orca setting 'clamp': expected true or false"):
         resolve_settings({"checkpoint": "c", "clamp": "perhaps"})
+
+
+def test_write_jsonl_is_the_one_writer_iter_jsonl_reads_back(tmp_path):
+    from aqua_tasks.runs import iter_jsonl
+    from aqua_tasks.serialize import write_jsonl
+
+    rows = [{"id": "é1", "path": tmp_path}, {"id": 2, "score": 0.5}]
+    path = write_jsonl(tmp_path / "deep" / "rows.jsonl", rows)
+    assert "é1" in path.read_text(encoding="utf-8")
+    assert [row for _, row in iter_jsonl(path)] == [
+        {"id": "é1", "path": str(tmp_path)},
+        {"id": 2, "score": 0.5},
+    ]
