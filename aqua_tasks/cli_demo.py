@@ -17,8 +17,8 @@ from aqua_tasks.scoring import format_table
 PROG = "aqua-demo"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of aqua-demo."""
+def build_parser() -> argparse.ArgumentParser:
+    """The `aqua-demo` argument parser."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Run the AQUA baselines through lm-eval on built-in demo questions and "
@@ -27,7 +27,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="keep the demo data here (default: temp dir)")
     parser.add_argument("--clips-per-class", type=int, default=2, help="clips per class")
     add_json_flag(parser, "print results as JSON")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `aqua-demo`; returns the exit status."""
+    args = build_parser().parse_args(argv)
     if args.clips_per_class < 1:
         return fail(PROG, "--clips-per-class must be at least 1")
     # The demo's output is the table; lm-eval's progress notes would bury it.
