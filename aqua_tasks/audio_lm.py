@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from aqua_tasks.audio import LazyAudio, probe_audio, resample
 from aqua_tasks.cli_common import parse_bool
+from aqua_tasks.deprecation import moved
 
 if TYPE_CHECKING:
     import torch
@@ -63,20 +64,10 @@ def audio_seconds(audio: Mapping[str, Any]) -> float:
     return len(audio["array"]) / float(audio["sampling_rate"])
 
 
-def __getattr__(name: str) -> Any:
-    # Device and dtype resolution moved to aqua_tasks.devices (imported lazily: torch is heavy).
-    if name in ("resolve_device", "resolve_dtype", "DTYPES"):
-        import warnings
-
-        from aqua_tasks import devices
-
-        warnings.warn(
-            f"aqua_tasks.audio_lm.{name} moved to aqua_tasks.devices.{name}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(devices, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Device and dtype resolution moved to aqua_tasks.devices (imported lazily: torch is heavy).
+__getattr__ = moved(
+    __name__, dict.fromkeys(("resolve_device", "resolve_dtype", "DTYPES"), "aqua_tasks.devices")
+)
 
 
 def positive_int(name: str, value: object) -> int:

@@ -6,6 +6,7 @@ import sys
 from collections.abc import Sequence
 
 from aqua_tasks.audio import AudioFileError
+from aqua_tasks.cli_common import fail
 from aqua_tasks.data import AquaDataError
 from aqua_tasks.registration import register_all, task_config_dir
 from aqua_tasks.results_table import paper_table
@@ -14,6 +15,7 @@ from orca_judge.lm_eval.compat import tracker_output_folder
 from orca_judge.lm_eval.judge_pass import JudgeSession, session_scope
 from orca_judge.lm_eval.settings import OrcaMetricError
 
+PROG = "aqua-eval"
 # lm-eval 0.4.13's own audio model cannot run (broken registry name, transformers 5, CUDA only).
 MODEL_ALIASES = {"hf-audiolm-qwen": "aqua-audiolm"}
 ALIAS_REASON = "lm-eval 0.4.13's own hf-audiolm-qwen is broken; see docs/audio_lm.md"
@@ -46,10 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging()
     saved_argv = sys.argv
     # lm-eval's parser reads sys.argv itself (it inserts the implicit `run` subcommand there).
-    sys.argv = ["aqua-eval", *(sys.argv[1:] if argv is None else argv)]
+    sys.argv = [PROG, *(sys.argv[1:] if argv is None else argv)]
     try:
         parser = HarnessCLI()
-        parser._parser.prog = "aqua-eval"
+        parser._parser.prog = PROG
         parser._parser.description = (
             "lm-eval's command line with the AQUA-Bench tasks (aqua, aqua_*, aqua-*), the "
             "metric `orca` and the models aqua-audiolm, aqua-replay, aqua-always-reject, "
@@ -60,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_aqua_metadata(args.metadata)
         if getattr(args, "model", None) in MODEL_ALIASES:
             ours = MODEL_ALIASES[args.model]
-            print(f"aqua-eval: --model {args.model} runs {ours} ({ALIAS_REASON})", file=sys.stderr)
+            print(f"{PROG}: --model {args.model} runs {ours} ({ALIAS_REASON})", file=sys.stderr)
             args.model = ours
         if hasattr(args, "include_path"):
             # The CLI accepts one folder; lm-eval's TaskManager accepts a list, ours first.
@@ -69,8 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.execute(args)
     except (OrcaMetricError, AquaDataError, AudioFileError) as err:
         # Bad settings or data are the user's to fix: one line, not a traceback.
-        print(f"aqua-eval: error: {err}", file=sys.stderr)
-        return 2
+        return fail(PROG, str(err))
     finally:
         sys.argv = saved_argv
         del lm_eval.simple_evaluate
@@ -79,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if table:
             print(f"\nAQUA-Bench (paper layout, %):\n{table}")
     for message in failures:
-        print(f"aqua-eval: error: {message}", file=sys.stderr)
+        fail(PROG, message)
     return 1 if failures else 0
 
 

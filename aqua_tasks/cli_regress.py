@@ -10,9 +10,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from tqdm import tqdm
-
+from aqua_tasks.cli_common import add_json_flag, add_progress_flag, add_seed_flag, fail
+from aqua_tasks.cli_common import progress as progress_bar
 from aqua_tasks.data import AquaDataError
 from aqua_tasks.manifest import MANIFEST_FIELDS
 from aqua_tasks.regress import (
@@ -27,8 +28,9 @@ from aqua_tasks.regress import (
 from aqua_tasks.runs import RunItem, iter_tasks, read_run, require_aqua_items, score_items
 from aqua_tasks.scoring import metric_value
 from aqua_tasks.serialize import json_safe
-from orca_judge.lm_eval_results import JudgeResults, JudgeResultsError, read_judge_results
+from orca_judge.lm_eval.results import JudgeResults, JudgeResultsError, read_judge_results
 
+PROG = "aqua-regress"
 EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 1, 2
 # Manifest fields that must match; package_version and the file name may differ.
 COMPARED_MANIFEST = (
@@ -270,7 +272,7 @@ def _judge_reason(base: ComparedRun, cand: ComparedRun) -> str | None:
     return None
 
 
-def _values(replies: list[RunItem], progress: tqdm) -> list[dict]:
+def _values(replies: list[RunItem], progress: Any) -> list[dict]:
     out = []
     for start in range(0, len(replies), SCORE_CHUNK):
         chunk = replies[start : start + SCORE_CHUNK]
@@ -321,7 +323,7 @@ def compare_runs(
     cand_tasks = dict(iter_tasks(cand.replies))
     comparisons: list[MetricComparison] = []
     total = len(base.replies) + len(cand.replies)
-    with tqdm(total=total, desc="scoring", unit="item", disable=not progress) as bar:
+    with progress_bar(None, "scoring", progress, total=total) as bar:
         for task in sorted(set(base_tasks) | {t for t, _ in base.judges}):
             if task in base_tasks:
                 comparisons += compare_task(
@@ -467,7 +469,7 @@ def markdown_summary(
 def build_parser() -> argparse.ArgumentParser:
     """Command-line options of aqua-regress."""
     parser = argparse.ArgumentParser(
-        prog="aqua-regress",
+        prog=PROG,
         description=(
             "Compare a candidate run of AQUA tasks with a baseline run item by item (from "
             "lm-eval --log_samples output), and the mean ORCA judge score of every task run "
@@ -489,9 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--alpha", type=float, default=0.05, help="significance level (default: %(default)s)"
     )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)"
-    )
+    add_seed_flag(parser, help="seed of the bootstrap")
     parser.add_argument(
         "--n-boot",
         type=int,
@@ -515,14 +515,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="test a judge score only over at least N items (clips, for AQUA items) "
         "(default: %(default)s)",
     )
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    add_json_flag(parser)
     parser.add_argument(
         "--summary",
         type=Path,
         metavar="OUT.md",
         help="also write the Markdown summary here (e.g. $GITHUB_STEP_SUMMARY; appended to)",
     )
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_progress_flag(parser)
     return parser
 
 
@@ -530,17 +530,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 no regression, 1 regression, 2 not comparable or bad input."""
     args = build_parser().parse_args(argv)
     if args.max_drop < 0 or not 0 < args.alpha < 1 or args.n_boot < 1:
-        print(
-            "aqua-regress: error: need --max-drop >= 0, 0 < --alpha < 1 and --n-boot >= 1",
-            file=sys.stderr,
-        )
-        return EXIT_NOT_COMPARABLE
+        return fail(PROG, "need --max-drop >= 0, 0 < --alpha < 1 and --n-boot >= 1")
     try:
         base = load_run(args.baseline)
         cand = load_run(args.candidate)
     except (AquaDataError, OSError, ValueError) as error:
-        print(f"aqua-regress: error: {error}", file=sys.stderr)
-        return EXIT_NOT_COMPARABLE
+        return fail(PROG, str(error))
     reason = why_not_comparable(base, cand)
     comparisons: list[MetricComparison] = []
     if reason is None:
@@ -616,7 +611,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(summary)
     line = headline(comparisons, reason, args.max_drop, args.alpha)
     # stdout stays pure JSON with --json; failures go to stderr, where CI logs show them.
-    print(f"aqua-regress: {line}", file=sys.stderr if code or args.json else sys.stdout)
+    print(f"{PROG}: {line}", file=sys.stderr if code or args.json else sys.stdout)
     return code
 
 

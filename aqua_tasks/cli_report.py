@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from aqua_tasks.cli_common import add_json_flag, fail
 from aqua_tasks.report import (
     PlottingUnavailable,
     RunReadError,
@@ -20,11 +21,13 @@ from aqua_tasks.report import (
 )
 from aqua_tasks.serialize import json_safe
 
+PROG = "aqua-report"
+
 
 def build_parser() -> argparse.ArgumentParser:
     """Command-line options of aqua-report."""
     parser = argparse.ArgumentParser(
-        prog="aqua-report",
+        prog=PROG,
         description=(
             "Results table in the AQUA-Bench paper's layout (models × tracks × Ori/AAD/IASD/IAQD, "
             "with n per cell and the unparsed rate) as Markdown and CSV, and a PNG chart. "
@@ -69,24 +72,23 @@ def build_parser() -> argparse.ArgumentParser:
         "with `metric: orca` over human-rated docs, e.g. the orca_human task: draw the judge's "
         "calibration per task from the per-item results written there",
     )
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    add_json_flag(parser)
     return parser
-
-
-def _fail(message: str) -> int:
-    print(f"aqua-report: error: {message}", file=sys.stderr)
-    return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 on success, 1 when the chart cannot be drawn, 2 on bad input."""
     args = build_parser().parse_args(argv)
     if not args.runs and not args.orca_predictions and not args.orca_run:
-        return _fail("give at least one RUN, --orca-run, or --orca-predictions with --orca-items")
+        return fail(
+            PROG, "give at least one RUN, --orca-run, or --orca-predictions with --orca-items"
+        )
     if bool(args.orca_predictions) != bool(args.orca_items):
-        return _fail("--orca-predictions and --orca-items go together")
+        return fail(PROG, "--orca-predictions and --orca-items go together")
     if args.label and len(args.label) != len(args.runs):
-        return _fail(f"got {len(args.label)} --label for {len(args.runs)} runs; give one per run")
+        return fail(
+            PROG, f"got {len(args.label)} --label for {len(args.runs)} runs; give one per run"
+        )
     written: dict[str, Path] = {}
     payload: dict[str, object] = {}
     try:
@@ -134,9 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     written[f"orca_chart_{name}"] = stem.with_suffix(".png")
                     plot_calibration(cal).savefig(written[f"orca_chart_{name}"], dpi=150)
     except (RunReadError, ValueError) as error:
-        return _fail(str(error))
+        return fail(PROG, str(error))
     except PlottingUnavailable as error:
-        print(f"aqua-report: error: {error} (or pass --no-chart)", file=sys.stderr)
+        fail(PROG, f"{error} (or pass --no-chart)")
         return 1
     payload["written"] = {k: str(v) for k, v in written.items()}
     if args.json:

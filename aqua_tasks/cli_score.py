@@ -8,19 +8,23 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from aqua_tasks.cli_common import add_json_flag, add_progress_flag, add_seed_flag, fail, progress
 from aqua_tasks.data import TRACKS, AquaDataError
 from aqua_tasks.extract import EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
-from aqua_tasks.intervals import metric_intervals, wilson_interval
-from aqua_tasks.runs import RunItem, iter_tasks, read_run, require_aqua_items
+from aqua_tasks.intervals import metric_intervals
+from aqua_tasks.run_scores import breakdown, condition_map
+from aqua_tasks.runs import iter_tasks, read_run, require_aqua_items
 from aqua_tasks.runs import score_items as score_replies
-from aqua_tasks.scoring import Verdict, format_table, metric_value, summarize
-from aqua_tasks.serialize import json_safe
+from aqua_tasks.scoring import format_table, metric_value, summarize
+from aqua_tasks.serialize import json_safe, write_jsonl
+
+PROG = "aqua-score"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Command-line options of aqua-score."""
     parser = argparse.ArgumentParser(
-        prog="aqua-score",
+        prog=PROG,
         description=(
             "Score saved replies to AQUA-Bench questions: Solvable accuracy and conditional "
             "accuracy (CA) on AAD, IASD and IAQD, per track. RESULTS is an lm-eval output "
@@ -60,48 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--n-boot", type=int, default=2000, help="bootstrap resamples for CA intervals"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the CA bootstrap")
+    add_seed_flag(parser, help="seed of the CA bootstrap")
     parser.add_argument("--per-item", type=Path, help="write one JSON row per item here")
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    add_json_flag(parser)
+    add_progress_flag(parser)
     return parser
-
-
-def condition_map(replies: Sequence[RunItem], extractor: str | None) -> dict[str, dict]:
-    """Per track: clip -> whether the (other) run answered the clip's Solvable item right."""
-    solvable = [r for r in replies if r.item.type == "Solvable"]
-    verdicts = score_replies(solvable, extractor=extractor, exclude_defective=False)
-    by_track: dict[str, dict] = {}
-    for reply, verdict in zip(solvable, verdicts, strict=True):
-        by_track.setdefault(reply.item.track, {})[verdict.clip] = verdict.correct
-    return by_track
-
-
-def breakdown(replies: Sequence[RunItem], verdicts: Sequence[Verdict], by: str) -> list[dict]:
-    """Accuracy with a Wilson interval per (type, subtype) or (type, true class)."""
-    cells: dict[tuple[str, str], list[bool]] = {}
-    for reply, verdict in zip(replies, verdicts, strict=True):
-        if verdict.excluded:
-            continue
-        group = reply.item.subtype if by == "subtype" else reply.item.true_class
-        cells.setdefault((verdict.type, group or "—"), []).append(verdict.correct)
-    rows = []
-    for (item_type, group), flags in sorted(cells.items()):
-        low, high = wilson_interval(sum(flags), len(flags))
-        rows.append(
-            {
-                "type": item_type,
-                by: group,
-                "n": len(flags),
-                "acc": sum(flags) / len(flags),
-                "ci95": [low, high],
-            }
-        )
-    return rows
-
-
-def _fail(message: str) -> int:
-    print(f"aqua-score: error: {message}", file=sys.stderr)
-    return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -115,13 +82,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             else None
         )
     except (AquaDataError, OSError) as error:
-        return _fail(str(error))
+        return fail(PROG, str(error))
     per_task: dict[str, dict[str, float]] = {}
     intervals: dict[str, dict[str, tuple[float, float]]] = {}
     extractors: dict[str, str] = {}
     breakdowns: dict[str, list[dict]] = {}
     rows: list[dict] = []
-    for task, task_replies in iter_tasks(replies):
+    tasks = iter_tasks(replies)
+    for task, task_replies in progress(tasks, "scoring", not args.no_progress, unit="task"):
         verdicts = score_replies(
             task_replies, extractor=args.extractor, exclude_defective=args.exclude_defective
         )
@@ -130,7 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if conditions is not None:
             track = task_replies[0].item.track
             if track not in conditions:
-                return _fail(f"--condition-on {args.condition_on} has no {track} Solvable items")
+                return fail(
+                    PROG, f"--condition-on {args.condition_on} has no {track} Solvable items"
+                )
             condition = conditions[track]
         per_task[task] = summarize(values, condition)
         intervals[task] = metric_intervals(
@@ -144,10 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for r, v in zip(task_replies, verdicts, strict=True)
         )
     if args.per_item:
-        args.per_item.parent.mkdir(parents=True, exist_ok=True)
-        with args.per_item.open("w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        write_jsonl(args.per_item, rows)
     if args.json:
         payload = {
             "results": per_task,

@@ -1,14 +1,10 @@
-"""`aqua-demo`: a self-contained AQUA run on the project's own questions and synthesized audio."""
+"""A self-contained AQUA run (behind `aqua-demo`): built-in questions and synthesized audio."""
 
 from __future__ import annotations
 
-import argparse
 import json
-import logging
 import math
 import random
-import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,8 +13,8 @@ import soundfile as sf
 
 from aqua_tasks.audio import canonical_relpath
 from aqua_tasks.data import REJECTION_STRINGS, TRACK_FILE_STEMS, TRACKS
+from aqua_tasks.deprecation import moved
 from aqua_tasks.results_table import aqua_rows
-from aqua_tasks.scoring import format_table
 
 DEMO_CLASSES: dict[str, tuple[str, ...]] = {
     "animal": ("Dog", "Rooster", "Cow", "Frog", "Cat", "Sheep"),
@@ -146,37 +142,5 @@ def run_demo(out: Path, clips_per_class: int = 2, models: Sequence[str] = DEMO_M
     return results
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of aqua-demo."""
-    parser = argparse.ArgumentParser(
-        prog="aqua-demo",
-        description="Run the AQUA baselines through lm-eval on built-in demo questions and "
-        "synthesized audio, and print the results in the paper's layout.",
-    )
-    parser.add_argument("--out", type=Path, help="keep the demo data here (default: temp dir)")
-    parser.add_argument("--clips-per-class", type=int, default=2, help="clips per class")
-    parser.add_argument("--json", action="store_true", help="print results as JSON")
-    args = parser.parse_args(argv)
-    if args.clips_per_class < 1:
-        parser.error("--clips-per-class must be at least 1")
-    # The demo's output is the table; lm-eval's progress notes would bury it.
-    logging.getLogger("lm_eval").setLevel(logging.ERROR)
-    with tempfile.TemporaryDirectory(prefix="aqua-demo-") as tmp:
-        out = args.out or Path(tmp)
-        results = run_demo(out, args.clips_per_class)
-    if args.json:
-        print(json.dumps(results, indent=2))
-        return 0
-    for model, per_track in results.items():
-        print(f"\n## {model}\n")
-        print(format_table(per_track))
-    print(
-        "\nOri = Solvable accuracy; AAD/IASD/IAQD = conditional accuracy (CA) over clips whose "
-        "Solvable question was answered correctly. 'aqua-always-reject' shows why CA alone is "
-        "not enough: rejecting everything gives CA = 100 with a low Ori."
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+# The command line moved to aqua_tasks.cli_demo (a module holds logic or a CLI, not both).
+__getattr__ = moved(__name__, {"main": "aqua_tasks.cli_demo"})

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from aqua_tasks.cli_common import parse_bool
 from aqua_tasks.data import AquaItem
-
-FALSE_STRINGS = frozenset({"0", "false", "no", "off"})
 
 
 def audio_enabled(settings: Mapping) -> bool:
     """Whether a run feeds audio (default) or is an explicit text-only run (`"audio": false`)."""
-    value = settings.get("audio", True)
-    return value is True or str(value).strip().lower() not in FALSE_STRINGS
+    return parse_bool("audio", settings.get("audio", True))
 
 
 def clip_indices(items: Iterable[AquaItem]) -> dict[str, int]:

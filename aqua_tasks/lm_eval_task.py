@@ -11,6 +11,7 @@ import datasets
 from lm_eval.api.task import ConfigurableTask
 
 from aqua_tasks.audio import AudioFileError, AudioRoots, LazyAudio, probe_audio, resolve_audio
+from aqua_tasks.cli_common import parse_bool
 from aqua_tasks.data import check_track, check_variant, load_items, track_file
 from aqua_tasks.docs import audio_enabled, clip_indices, doc_to_item, item_to_doc
 from aqua_tasks.extract import DEFAULT_EXTRACTOR, get_extractor_name
@@ -27,12 +28,6 @@ from aqua_tasks.scoring import (
 )
 
 logger = logging.getLogger(__name__)
-
-TRUE_STRINGS = frozenset({"1", "true", "yes", "on"})
-
-
-def _flag(value: object) -> bool:
-    return value is True or str(value).strip().lower() in TRUE_STRINGS
 
 
 class AquaTask(ConfigurableTask):
@@ -97,7 +92,7 @@ def build_docs(
         track, variant, data_dir=data_dir, prompt_style=prompt_style, extractor=extractor
     )
     run = {key: manifest[key] for key in DOC_FIELDS} | {
-        "exclude_defective": _flag(exclude_defective)
+        "exclude_defective": parse_bool("exclude_defective", exclude_defective)
     }
     settings = settings or {}
     with_audio = audio_enabled(settings)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 from aqua_tasks.data import AquaDataError
+from aqua_tasks.deprecation import module_moved
 from aqua_tasks.runs import (
     SAMPLES_NAME,
     RunItem,
@@ -17,9 +17,7 @@ from aqua_tasks.runs import (
     require_aqua_items,
 )
 
-warnings.warn(
-    "aqua_tasks.replies is deprecated; use aqua_tasks.runs", DeprecationWarning, stacklevel=2
-)
+module_moved(__name__, "aqua_tasks.runs")
 
 SavedReply = RunItem
 

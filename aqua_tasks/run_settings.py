@@ -6,6 +6,7 @@ import difflib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from aqua_tasks.cli_common import parse_bool
 from aqua_tasks.data import DATA_HELP, AquaDataError
 from aqua_tasks.docs import audio_enabled
 from aqua_tasks.extract import DEFAULT_EXTRACTOR, get_extractor_name
@@ -50,6 +51,11 @@ def check_aqua_metadata(metadata: Mapping | None) -> None:
         get_extractor_name(str(metadata.get("extractor") or DEFAULT_EXTRACTOR))
     except ValueError as error:
         raise AquaDataError(f"--metadata extractor: {error}") from None
+    for key in ("audio", "exclude_defective"):
+        try:
+            parse_bool(key, metadata.get(key, False))
+        except ValueError as error:
+            raise AquaDataError(f"--metadata {error}") from None
     if audio_enabled(metadata) and not any(metadata.get(k) for k in AUDIO_ROOT_KEYS):
         raise AquaDataError(
             "no audio_root given: set audio_root (or animal_/music_/vocal_audio_root) in "

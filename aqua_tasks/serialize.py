@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
 
 
 def json_safe(value: object) -> object:
@@ -17,3 +21,13 @@ def json_safe(value: object) -> object:
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     return value
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
+    """Write one JSON object per line (UTF-8), creating the folder; returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # default=str: paths and other plain values in rows are recorded as text, not refused.
+    text = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .data import DataError, load_items
-from .lm_eval_results import JudgeResultsError, find_judge_results
+from .lm_eval.results import JudgeResultsError, find_judge_results
 from .metrics import agreement
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from aqua_tasks.cli_common import add_json_flag, add_progress_flag, fail
+from aqua_tasks.serialize import write_jsonl
 
 PROG = "orca-score"
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     report["truncated"] = sum(p.truncated for p in preds)
     rows = [p.to_dict() for p in preds]
     if args.output:
-        Path(args.output).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        write_jsonl(args.output, rows)
     if args.json:
         print(json.dumps({"predictions": rows, "report": report}, indent=2))
         return 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import torch
 
 from aqua_tasks.cli_common import progress as progress_bar
+from aqua_tasks.deprecation import moved
 
 from . import likelihoods
 from .checkpoint import BackboneMismatchError, CheckpointError, load_model, save_model
@@ -32,18 +32,8 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # Moved to orca_judge.checkpoint; old imports keep working with a warning.
-    if name == "load_adapter":
-        from . import checkpoint
-
-        warnings.warn(
-            "orca_judge.judge.load_adapter moved to orca_judge.checkpoint.load_adapter",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return checkpoint.load_adapter
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Moved to orca_judge.checkpoint; old imports keep working with a warning.
+__getattr__ = moved(__name__, {"load_adapter": "orca_judge.checkpoint"})
 
 
 @dataclass

@@ -1,7 +1,6 @@
 """Deprecated: the doc-aware wiring of `metric: orca` is in `orca_judge.lm_eval.wiring`."""
 
-import warnings
-
+from aqua_tasks.deprecation import module_moved
 from orca_judge.lm_eval.compat import built_tasks
 from orca_judge.lm_eval.payloads import figures_for
 from orca_judge.lm_eval.wiring import (
@@ -24,8 +23,4 @@ __all__ = [
     "wire_task",
 ]
 
-warnings.warn(
-    "orca_judge.lm_eval_hook is deprecated; use orca_judge.lm_eval.wiring",
-    DeprecationWarning,
-    stacklevel=2,
-)
+module_moved(__name__, "orca_judge.lm_eval.wiring")

@@ -1,13 +1,8 @@
 """Deprecated: the orca_human loader and orca-replay model live in `orca_judge.lm_eval.human`."""
 
-import warnings
-
+from aqua_tasks.deprecation import module_moved
 from orca_judge.lm_eval.human import DATA_KEY, OrcaReplayLM, load_dataset
 
 __all__ = ["DATA_KEY", "OrcaReplayLM", "load_dataset"]
 
-warnings.warn(
-    "orca_judge.lm_eval_human is deprecated; use orca_judge.lm_eval.human",
-    DeprecationWarning,
-    stacklevel=2,
-)
+module_moved(__name__, "orca_judge.lm_eval.human")

@@ -4,8 +4,7 @@ YAMLs saying `!function orca_judge.lm_eval_metric.orca` keep working: `orca` her
 same function as `orca_judge.lm_eval.metric.orca`, and importing it registers the metric.
 """
 
-import warnings
-
+from aqua_tasks.deprecation import module_moved
 from orca_judge.lm_eval.judge_pass import JudgePass, compute_figures
 from orca_judge.lm_eval.metric import orca, orca_aggregate, register
 from orca_judge.lm_eval.payloads import (
@@ -51,8 +50,4 @@ __all__ = [
     "resolve_settings",
 ]
 
-warnings.warn(
-    "orca_judge.lm_eval_metric is deprecated; use orca_judge.lm_eval.metric",
-    DeprecationWarning,
-    stacklevel=2,
-)
+module_moved(__name__, "orca_judge.lm_eval.metric")

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from aqua_tasks.deprecation import moved
+
 from .config import OrcaConfig
 from .likelihoods import head_size
 
@@ -35,20 +37,10 @@ class BackboneLoadError(RuntimeError):
     """The backbone could not be loaded (for example offline with no local copy)."""
 
 
-def __getattr__(name: str):
-    # Device and dtype resolution moved to aqua_tasks.devices (one rule for every model).
-    if name in ("resolve_device", "resolve_dtype"):
-        import warnings
-
-        from aqua_tasks import devices
-
-        warnings.warn(
-            f"orca_judge.model.{name} moved to aqua_tasks.devices.{name}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(devices, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Device and dtype resolution moved to aqua_tasks.devices (one rule for every model).
+__getattr__ = moved(
+    __name__, {"resolve_device": "aqua_tasks.devices", "resolve_dtype": "aqua_tasks.devices"}
+)
 
 
 def load_backbone(backbone: str, dtype: torch.dtype) -> nn.Module:

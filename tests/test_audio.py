@@ -26,7 +26,7 @@ from aqua_tasks.audio import (
     probe_audio,
     resolve_audio,
 )
-from aqua_tasks.audio_cli import main
+from aqua_tasks.cli_audio import main
 from aqua_tasks.data import TRACK_FILE_STEMS, load_items
 
 SHARED = Path(os.environ.get("AQUA_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))

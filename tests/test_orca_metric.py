@@ -13,8 +13,8 @@ import pytest
 from orca_fixtures import synthetic_items, tiny_trained_checkpoint, write_jsonl
 
 from orca_judge.cli_score import main as orca_score
+from orca_judge.lm_eval.samples import items_from_samples, read_samples
 from orca_judge.lm_eval_metric import OrcaMetricError, OrcaMetricSettings, resolve_settings
-from orca_judge.lm_eval_samples import items_from_samples, read_samples
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent

@@ -6,12 +6,13 @@ A judge failure at aggregation instead leaves the judge inputs in
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from aqua_tasks.serialize import write_jsonl
 
 from .judge_pass import JudgePass, item_id
 
@@ -43,13 +44,6 @@ def file_name(prefix: str, task: str, filter_name: str) -> str:
     stamp = datetime.now().isoformat().replace(":", "-")
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{task}_{filter_name}")
     return f"{prefix}_{safe}_{stamp}.jsonl"
-
-
-def write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> Path:
-    """Write one JSON object per line, creating the folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r, default=str) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def write_per_item(

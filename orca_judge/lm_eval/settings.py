@@ -7,12 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from aqua_tasks.cli_common import parse_bool
+
 METRIC = "orca"
 ENV_PREFIX = "ORCA_"
 # Keys of a metric_list entry that belong to lm-eval, not to the judge.
 HARNESS_KEYS = frozenset({"metric", "aggregation", "higher_is_better", "hf_evaluate"})
-TRUE_STRINGS = frozenset({"1", "true", "yes", "on"})
-FALSE_STRINGS = frozenset({"0", "false", "no", "off"})
 
 
 class OrcaMetricError(ValueError):
@@ -46,14 +46,12 @@ SETTING_NAMES = tuple(f.name for f in fields(OrcaMetricSettings))
 
 
 def _as_bool(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in TRUE_STRINGS:
-        return True
-    if text in FALSE_STRINGS:
-        return False
-    raise OrcaMetricError(f"orca setting {name!r}: expected true or false, got {value!r}")
+    try:
+        return parse_bool(name, value)
+    except ValueError:
+        raise OrcaMetricError(
+            f"orca setting {name!r}: expected true or false, got {value!r}"
+        ) from None
 
 
 def _as_batch_size(value: Any) -> int:

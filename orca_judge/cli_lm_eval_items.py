@@ -1,0 +1,66 @@
+"""orca-lm-eval-items: turn lm-eval samples (e.g. from --predict_only) into orca-score input.
+
+Each sample becomes the record `metric: orca` would have judged in the run: the same doc
+fields, reference and filtered reply, with the same id, so `orca-score` on the output gives
+the numbers of judging in the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from aqua_tasks.cli_common import fail
+from aqua_tasks.serialize import write_jsonl
+
+from .lm_eval.samples import NOT_LOADED, items_from_samples, read_samples
+from .lm_eval.settings import OrcaMetricSettings
+
+PROG = "orca-lm-eval-items"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `orca-lm-eval-items` argument parser."""
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
+    parser.add_argument("samples", help="an lm-eval samples_<task>_<time>.jsonl file")
+    parser.add_argument("--output", required=True, help="write orca-score input (JSONL) here")
+    parser.add_argument("--filter", help="the filter whose replies to take (if several)")
+    parser.add_argument(
+        "--doc-less",
+        action="store_true",
+        help="mirror the plain `!function` form: no question, rationale, transcript, rating",
+    )
+    defaults = OrcaMetricSettings(checkpoint=NOT_LOADED)
+    for name in ("question", "rationale", "transcript", "ratings", "id"):
+        parser.add_argument(
+            f"--{name}-field",
+            default=getattr(defaults, f"{name}_field"),
+            help=f"doc field with the {name} ('' for none; as the metric entry's {name}_field)",
+        )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `orca-lm-eval-items`; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    settings = None
+    if not args.doc_less:
+        settings = OrcaMetricSettings(
+            checkpoint=NOT_LOADED,
+            question_field=args.question_field,
+            rationale_field=args.rationale_field,
+            transcript_field=args.transcript_field,
+            ratings_field=args.ratings_field,
+            id_field=args.id_field,
+        )
+    try:
+        items = items_from_samples(read_samples(args.samples), settings, args.filter)
+    except ValueError as err:
+        return fail(PROG, str(err))
+    out = write_jsonl(args.output, items)
+    print(f"wrote {len(items)} items to {out}; score them with: orca-score --input {out} ...")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
