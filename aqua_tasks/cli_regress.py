@@ -15,6 +15,7 @@ from typing import Any
 from aqua_tasks.cli_common import add_json_flag, add_progress_flag, add_seed_flag, fail
 from aqua_tasks.cli_common import progress as progress_bar
 from aqua_tasks.data import AquaDataError
+from aqua_tasks.extract import DEFAULT_EXTRACTOR, EXTRACTOR_ALIASES
 from aqua_tasks.manifest import MANIFEST_FIELDS
 from aqua_tasks.regress import (
     JUDGE_METRIC,
@@ -25,14 +26,23 @@ from aqua_tasks.regress import (
     compare_task,
     judge,
 )
-from aqua_tasks.runs import RunItem, iter_tasks, read_run, require_aqua_items, score_items
+from aqua_tasks.runs import (
+    RunItem,
+    iter_tasks,
+    read_run,
+    require_aqua_items,
+    rescoring_notices,
+    score_items,
+)
 from aqua_tasks.scoring import metric_value
 from aqua_tasks.serialize import json_safe
 from orca_judge.lm_eval.results import JudgeResults, JudgeResultsError, read_judge_results
 
 PROG = "aqua-regress"
 EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 1, 2
-# Manifest fields that must match; package_version and the file name may differ.
+# Manifest fields that must match; package_version and the file name may differ. Both runs
+# are re-scored here by the current code of their extractor, so a recorded extractor version
+# (or an old name of the same extractor) is no reason to refuse a baseline.
 COMPARED_MANIFEST = (
     "track",
     "variant",
@@ -40,7 +50,6 @@ COMPARED_MANIFEST = (
     "prompt_sha256",
     "data_sha256",
     "extractor",
-    "extractor_version",
 )
 # Doc fields that are not the question: the machine's (audio is checked on its own), the run
 # manifest (compared through COMPARED_MANIFEST; 0.1.0 repeated it in every doc, later docs keep
@@ -105,7 +114,8 @@ def load_run(path: Path) -> ComparedRun:
 
 def _setting(reply: RunItem, field: str) -> object:
     if field == "extractor":
-        return reply.extractor or reply.manifest.get("extractor") or "mmau"
+        name = reply.extractor or reply.manifest.get("extractor") or DEFAULT_EXTRACTOR
+        return EXTRACTOR_ALIASES.get(name, name)
     if field == "variant":
         return reply.item.variant
     if field == "track":
@@ -536,6 +546,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         cand = load_run(args.candidate)
     except (AquaDataError, OSError, ValueError) as error:
         return fail(PROG, str(error))
+    for notice in rescoring_notices([*base.replies, *cand.replies]):
+        print(f"{PROG}: {notice}", file=sys.stderr)
     reason = why_not_comparable(base, cand)
     comparisons: list[MetricComparison] = []
     if reason is None:

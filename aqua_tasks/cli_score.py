@@ -13,7 +13,7 @@ from aqua_tasks.data import TRACKS, AquaDataError
 from aqua_tasks.extract import EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
 from aqua_tasks.intervals import metric_intervals
 from aqua_tasks.run_scores import breakdown, condition_map
-from aqua_tasks.runs import iter_tasks, read_run, require_aqua_items
+from aqua_tasks.runs import iter_tasks, read_run, require_aqua_items, rescoring_notices
 from aqua_tasks.runs import score_items as score_replies
 from aqua_tasks.scoring import format_table, metric_value, summarize
 from aqua_tasks.serialize import json_safe, write_jsonl
@@ -83,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except (AquaDataError, OSError) as error:
         return fail(PROG, str(error))
+    if args.extractor is None:
+        for notice in rescoring_notices(replies):
+            print(f"{PROG}: {notice}", file=sys.stderr)
     per_task: dict[str, dict[str, float]] = {}
     intervals: dict[str, dict[str, tuple[float, float]]] = {}
     extractors: dict[str, str] = {}

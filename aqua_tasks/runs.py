@@ -30,7 +30,7 @@ from aqua_tasks.data import (
     task_name,
 )
 from aqua_tasks.docs import audio_enabled, doc_to_item, is_aqua_doc
-from aqua_tasks.extract import DEFAULT_EXTRACTOR
+from aqua_tasks.extract import DEFAULT_EXTRACTOR, rescoring_notice
 from aqua_tasks.manifest import MANIFEST_FIELDS
 from aqua_tasks.scoring import Verdict, score_reply
 
@@ -628,6 +628,17 @@ def iter_tasks(items: Iterable[RunItem]) -> Iterator[tuple[str, list[RunItem]]]:
     for item in items:
         grouped.setdefault(item.task, []).append(item)
     yield from grouped.items()
+
+
+def rescoring_notices(items: Iterable[RunItem]) -> list[str]:
+    """One line per recorded extractor (name, version) that the current code re-scores."""
+    recorded = {
+        (i.extractor or DEFAULT_EXTRACTOR, i.manifest.get("extractor_version"))
+        for i in items
+        if i.item is not None
+    }
+    notices = (rescoring_notice(name, version) for name, version in sorted(recorded, key=str))
+    return [n for n in notices if n]
 
 
 def score_items(
