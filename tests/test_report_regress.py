@@ -413,7 +413,7 @@ def test_a_samples_file_read_alone_scores_to_the_runs_metrics(runs, tmp_path):
         assert scored[metric] == (None if math.isnan(value) else pytest.approx(value)), metric
 
 
-@pytest.mark.parametrize("field", ["data_sha256", "prompt_sha256", "extractor_version"])
+@pytest.mark.parametrize("field", ["data_sha256", "prompt_sha256"])
 def test_regress_refuses_runs_whose_recorded_manifest_differs(runs, capsys, tmp_path, field):
     # The docs of these runs no longer carry data_sha256 or prompt_sha256: the gate must
     # read them from each run's results file.
@@ -422,6 +422,17 @@ def test_regress_refuses_runs_whose_recorded_manifest_differs(runs, capsys, tmp_
     recorded = _recorded_manifest(runs["base"])[field]
     assert code == 2, err
     assert f"aqua_animal: {field} differs (baseline {recorded}; candidate changed)" in err
+
+
+def test_regress_rescores_rather_than_refuses_a_run_with_another_extractor_version(
+    runs, capsys, tmp_path
+):
+    # Both runs are re-scored by the current extractor, so the version recorded is no reason
+    # to refuse (issue: an older baseline must stay usable); the notice says what happened.
+    other = _edit_manifest(runs["base"], tmp_path / "version", "extractor_version", "1.0")
+    code, _, err = regress(capsys, "--baseline", str(other), "--candidate", str(runs["base"]))
+    assert code == 0, err
+    assert "recorded extractor 'aqua-rules' 1.0 re-scored with 'aqua-rules' 2.0" in err
 
 
 def _other_data(sample: dict) -> dict:
