@@ -224,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                 "source": heldout_source,
                 "items": len(heldout),
                 "questions": stages[-1].provenance["heldout_questions"],
+                "ids": [it.id for it in heldout],
                 **agreement_report(preds, heldout),
             }
             update_metrics(args.output, {"heldout": summary["heldout"]})
