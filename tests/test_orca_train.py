@@ -138,7 +138,10 @@ def test_unrated_training_items_are_rejected_by_id(tmp_path):
 
 @pytest.mark.parametrize(
     ("ratings", "reason"),
-    [([[3]] * 6, "all 6 items have the same mean rating 3"), ([[2]], "1 item; rho needs at least two")],
+    [
+        ([[3]] * 6, "all 6 items have the same mean rating 3"),
+        ([[2]], "1 item; rho needs at least two"),
+    ],
 )
 def test_a_dev_set_with_an_undefined_correlation_is_refused_before_training(
     tmp_path, ratings, reason
