@@ -7,13 +7,8 @@ import pytest
 import yaml
 from orca_fixtures import synthetic_items, tiny_llama_dir, write_jsonl
 
-from orca_judge import cli_train
-from orca_judge.data import (
-    load_items,
-    normalize_question,
-    question_disjoint_split,
-    split_heldout,
-)
+from orca_judge import cli_train, data
+from orca_judge.data import load_items, question_disjoint_split
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "configs" / "orca" / "curriculum.yaml"
@@ -37,7 +32,7 @@ def _items(questions, prefix):
 
 
 def test_questions_match_ignoring_case_whitespace_and_punctuation():
-    assert normalize_question("What type of video might this be?") == normalize_question(
+    assert data.normalize_question("What type of video might this be?") == data.normalize_question(
         "  what type of   video might this be "
     )
     dev = _items(["What type of video might this be", "Who speaks?", "Why?"] * 2, "d")
@@ -68,7 +63,7 @@ def test_one_held_out_split_excludes_every_stages_training_questions_and_every_d
         "d",
     )
     for seed in range(10):
-        (dev1, dev2), held = split_heldout([stage1, stage2], [dev, dev], 0.5, seed)
+        (dev1, dev2), held = data.split_heldout([stage1, stage2], [dev, dev], 0.5, seed)
         assert len({it.question for it in held}) == 5
         assert all(it.question.startswith("New") for it in held)
         assert not {it.id for it in held} & {it.id for it in dev1 + dev2}
@@ -95,9 +90,9 @@ def test_curriculum_run_reports_every_stages_data_and_one_held_out_set(tmp_path,
     argv = ["--config", str(tmp_path / "cur.yaml"), "--output", str(tmp_path / "out"), *TINY]
     assert cli_train.main([*argv, "--heldout-fraction", "0.5", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    trained = {normalize_question(it["question"]) for it in early + late}
+    trained = {data.normalize_question(it["question"]) for it in early + late}
     held = summary["heldout"]
-    held_questions = {normalize_question(d["question"]) for d in dev if d["id"] in held["ids"]}
+    held_questions = {data.normalize_question(d["question"]) for d in dev if d["id"] in held["ids"]}
     assert held["items"] == len(held["ids"]) == held["n"] > 0 and held["questions"] == 4
     assert held["source"] == str(tmp_path / "dev.jsonl") and not held_questions & trained
     for stage, train_file in zip(summary["stages"], ["early.jsonl", "late.jsonl"], strict=True):
@@ -157,9 +152,9 @@ def test_shipped_curriculum_loads_and_splits_the_human_ratings_as_shipped():
         ["--config", str(SHIPPED), "--output", "x", "--heldout-fraction", "0.5"]
     )
     stages, heldout, source = cli_train._load_stages(args)
-    trained = {normalize_question(it.question) for s in stages for it in s.train_items}
+    trained = {data.normalize_question(it.question) for s in stages for it in s.train_items}
     dev = load_items(HUMAN / "dev.jsonl")
     assert Path(source).resolve() == HUMAN / "dev.jsonl" and heldout
-    assert not {normalize_question(it.question) for it in heldout} & trained
+    assert not {data.normalize_question(it.question) for it in heldout} & trained
     assert [len(s.dev_items) for s in stages] == [len(dev) - len(heldout)] * 2
     assert [s.config.max_steps for s in stages] == [360, 120]

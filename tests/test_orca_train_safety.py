@@ -18,7 +18,7 @@ from orca_fixtures import (
 
 from orca_judge import cli_score, cli_train
 from orca_judge.data import load_items
-from orca_judge.train import RunConflictError, train
+from orca_judge.train import train
 
 TRAIN = load_items(synthetic_items(64, 1, "tr"))
 DEV = load_items(synthetic_items(24, 2, "dv"))
@@ -229,7 +229,7 @@ def test_non_finite_judge_outputs_are_refused_naming_an_item():
 def test_resume_state_of_another_run_with_overwrite_starts_over(tmp_path):
     train(tiny_config(max_steps=2, eval_every=2), TRAIN, DEV, tmp_path / "j", progress=False)
     other = tiny_config(max_steps=2, eval_every=2, lr=5e-3)
-    with pytest.raises(RunConflictError, match=r"different configuration \(lr 0\.001 -> 0\.005\)"):
+    with pytest.raises(ValueError, match=r"different configuration \(lr 0\.001 -> 0\.005\)"):
         train(other, TRAIN, DEV, tmp_path / "j", progress=False)
     result = train(other, TRAIN, DEV, tmp_path / "j", progress=False, overwrite=True)
     rows = (tmp_path / "j-run" / "log.jsonl").read_text().splitlines()
