@@ -143,7 +143,7 @@ def test_shipped_curriculum_trains_one_step_per_stage_on_a_tiny_model(tmp_path, 
     assert [s["steps"] for s in summary["stages"]] == [1, 1] and summary["heldout"]["items"] > 0
 
 
-HUMAN = (SHIPPED.parent / yaml.safe_load(SHIPPED.read_text())["data_dir"]).resolve()
+HUMAN = (SHIPPED.parent / yaml.safe_load(SHIPPED.read_text()).get("data_dir", ".")).resolve()
 
 
 @pytest.mark.skipif(not (HUMAN / "train.jsonl").exists(), reason="human ratings not present")
