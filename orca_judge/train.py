@@ -31,6 +31,7 @@ from .checkpoint import (
     clean_temporary_files,
     load_model,
     read_checkpoint,
+    recover_interrupted,
     save_model,
     update_config,
     update_metrics,
@@ -296,8 +297,7 @@ def train(
         **{k: v for k, v in provenance.items() if not k.endswith("_file")},
     }
     state_path = run_dir / STATE_FILE
-    clean_interrupted(output)
-    clean_temporary_files(run_dir)
+    recover_interrupted(output)
     state: dict[str, Any] | None = None
     if state_path.exists():
         try:
@@ -315,6 +315,9 @@ def train(
             state = None
     if state is None:
         _require_replaceable(output, overwrite)
+    # Only now is `output` known to be ours (or ours to replace): clear what killed writes left.
+    clean_interrupted(output)
+    clean_temporary_files(run_dir)
     template_opts = {
         "template": cfg.template,
         "use_question": cfg.use_question,

@@ -50,11 +50,12 @@ def test_an_existing_user_folder_is_refused_as_output_and_left_untouched(tmp_pat
     precious = tmp_path / "thesis"
     precious.mkdir()
     (precious / "chapter1.tex").write_text("years of work")
+    (precious / ".chapter2.tex.tmp").write_text("an editor's backup")
     assert cli_train.main(_argv(*data, precious)) == 2
     assert "thesis: exists, is not empty and is not this run's resumable state" in (
         _one_line_error(capsys)
     )
-    assert [p.name for p in precious.iterdir()] == ["chapter1.tex"]
+    assert sorted(p.name for p in precious.iterdir()) == [".chapter2.tex.tmp", "chapter1.tex"]
     assert cli_train.main(_argv(*data, precious, "--overwrite")) == 0
     assert (precious / "orca_judge.json").exists() and not (precious / "chapter1.tex").exists()
 
