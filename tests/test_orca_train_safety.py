@@ -125,15 +125,20 @@ def test_an_undefined_dev_rho_is_never_kept_as_the_best(tmp_path, monkeypatch):
     assert not (tmp_path / "j").exists()
 
 
-def test_log_holds_each_step_once_after_a_resume(tmp_path):
-    cfg = tiny_config(max_steps=6, eval_every=2)
+def _interrupt_after(cfg, output, last_step):
+    """Train until `last_step` has been logged, then stop as a Ctrl-C would."""
 
-    def stop_at_three(step, record):
-        if step == 3:
+    def stop(step, record):
+        if step == last_step:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        train(cfg, TRAIN, DEV, tmp_path / "j", progress=False, on_step=stop_at_three)
+        train(cfg, TRAIN, DEV, output, progress=False, on_step=stop)
+
+
+def test_log_holds_each_step_once_after_a_resume(tmp_path):
+    cfg = tiny_config(max_steps=6, eval_every=2)
+    _interrupt_after(cfg, tmp_path / "j", 3)
     train(cfg, TRAIN, DEV, tmp_path / "j", progress=False)
     rows = [json.loads(x) for x in (tmp_path / "j-run" / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows if "loss" in r] == [1, 2, 3, 4, 5, 6]
@@ -240,13 +245,7 @@ def test_resume_state_of_another_run_with_overwrite_starts_over(tmp_path):
 
 def test_a_resume_state_written_before_data_fingerprints_still_resumes(tmp_path):
     cfg = tiny_config(max_steps=4, eval_every=2)
-
-    def stop_at_two(step, record):
-        if step == 2:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        train(cfg, TRAIN, DEV, tmp_path / "j", progress=False, on_step=stop_at_two)
+    _interrupt_after(cfg, tmp_path / "j", 2)
     path = tmp_path / "j-run" / "state.pt"
     state = torch.load(path, weights_only=True)
     del state["data"]
