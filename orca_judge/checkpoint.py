@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -46,6 +47,7 @@ ADAPTER_DIR = "adapter"
 TOKENIZER_DIR = "tokenizer"
 METRICS_FILE = "metrics.json"
 CARD_FILE = "README.md"
+TMP_TAG = "tmp-"  # marks the temporary siblings atomic_dir creates, so they can be cleaned up
 PUBLISHED_SCORE_TYPES = {
     "beta": "beta",
     "multinomial": "multinomial",
@@ -118,7 +120,7 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
     """Yield a temporary sibling directory that replaces `target` only if the block succeeds."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.{TMP_TAG}", dir=target.parent))
     try:
         yield tmp
     except BaseException:
@@ -165,6 +167,43 @@ def recover_interrupted(target: str | Path) -> None:
     old = target.with_name(f".{target.name}.old")
     if not target.exists() and old.exists():
         os.replace(old, target)
+
+
+def _remove(entry: Path) -> None:
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry, ignore_errors=True)
+    else:
+        entry.unlink(missing_ok=True)
+
+
+def clean_temporary_files(folder: str | Path) -> list[Path]:
+    """Remove hidden `.NAME...tmp` files that a killed atomic file write left in `folder`."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    stale = [p for p in folder.iterdir() if re.fullmatch(r"\..+\.tmp", p.name) and p.is_file()]
+    for entry in stale:
+        _remove(entry)
+    return stale
+
+
+def clean_interrupted(target: str | Path) -> list[Path]:
+    """Recover `target`, then remove temporaries that a killed writer left beside and inside it.
+
+    Beside it: atomic_dir's `.NAME.tmp-XXXXXXXX` folders (`.NAME.XXXXXXXX` before the tag)
+    and a stale `.NAME.old`; inside it: hidden `.FILE...tmp` files. Call it only when no
+    other process writes `target`. Returns what was removed.
+    """
+    target = Path(target)
+    recover_interrupted(target)
+    stem = re.escape(target.name)
+    pattern = rf"\.{stem}\.(({TMP_TAG})?[a-z0-9_]{{8}}|old)"
+    beside = []
+    if target.parent.is_dir():
+        beside = [p for p in target.parent.iterdir() if re.fullmatch(pattern, p.name)]
+    for entry in beside:
+        _remove(entry)
+    return beside + clean_temporary_files(target)
 
 
 def write_checkpoint(
@@ -304,6 +343,23 @@ def _require(path: Path, what: str) -> Path:
     return path
 
 
+def read_tensors(path: Path, what: str) -> dict[str, torch.Tensor]:
+    """Tensors from a safetensors or torch file; CheckpointError naming it when unreadable."""
+    from safetensors.torch import load_file
+
+    _require(path, what)
+    try:
+        if path.suffix == ".safetensors":
+            return load_file(path)
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # truncated or corrupt files raise many different types
+        reason = " ".join(str(err).split()) or type(err).__name__
+        raise CheckpointError(f"{path}: unreadable {what} ({reason})") from None
+    if not isinstance(state, Mapping):
+        raise CheckpointError(f"{path}: {what} is not a mapping of tensors")
+    return dict(state)
+
+
 def read_checkpoint(path: str | Path, backbone: str | None = None) -> CheckpointContents:
     """Read a native or published-layout checkpoint directory (no model is built)."""
     root = Path(path)
@@ -319,8 +375,6 @@ def read_checkpoint(path: str | Path, backbone: str | None = None) -> Checkpoint
 
 
 def _read_native(root: Path, backbone: str | None) -> CheckpointContents:
-    from safetensors.torch import load_file
-
     try:
         meta = json.loads((root / CONFIG_FILE).read_text())
         config = OrcaConfig.from_dict(meta["config"])
@@ -330,7 +384,7 @@ def _read_native(root: Path, backbone: str | None) -> CheckpointContents:
         raise CheckpointError(
             f"{root / CONFIG_FILE}: format {meta.get('format')!r}, expected {FORMAT!r}"
         )
-    head = load_file(_require(root / HEAD_FILE, "head weights"))
+    head = read_tensors(root / HEAD_FILE, "head weights")
     adapter = root / ADAPTER_DIR
     if config.lora_r > 0:
         _require(adapter / "adapter_config.json", "LoRA adapter config")
@@ -367,11 +421,7 @@ def _read_published(root: Path, backbone: str | None) -> CheckpointContents:
     adapter_cfg = json.loads(
         _require(adapter_dir / "adapter_config.json", "PEFT adapter config").read_text()
     )
-    state = torch.load(
-        _require(model_dir / "model_minus_lm.pt", "head state dict"),
-        map_location="cpu",
-        weights_only=True,
-    )
+    state = read_tensors(model_dir / "model_minus_lm.pt", "head state dict")
     weight = next((v for k, v in state.items() if k.endswith("linear.weight")), None)
     bias = next((v for k, v in state.items() if k.endswith("linear.bias")), None)
     if weight is None or bias is None:
@@ -418,18 +468,14 @@ def load_adapter(backbone: nn.Module, adapter_dir: Path, trainable: bool = False
         get_peft_model_state_dict,
         set_peft_model_state_dict,
     )
-    from safetensors.torch import load_file
 
     lora = LoraConfig.from_pretrained(str(adapter_dir))
     lora.task_type = None
     lora.inference_mode = not trainable
     weights = adapter_dir / "adapter_model.safetensors"
-    if weights.exists():
-        saved = load_file(weights)
-    elif (adapter_dir / "adapter_model.bin").exists():
-        saved = torch.load(adapter_dir / "adapter_model.bin", map_location="cpu", weights_only=True)
-    else:
-        raise CheckpointError(f"{adapter_dir}: missing adapter_model.safetensors")
+    if not weights.exists() and (adapter_dir / "adapter_model.bin").exists():
+        weights = adapter_dir / "adapter_model.bin"
+    saved = read_tensors(weights, "adapter weights")
     for p in backbone.parameters():
         p.requires_grad_(False)
     peft_model = get_peft_model(backbone, lora)
@@ -500,6 +546,9 @@ def load_model(
             f"not fit likelihood {cfg.likelihood!r} on this backbone "
             f"(expected {expected_shape})"
         )
+    broken = sorted(k for k, v in ckpt.head.items() if not torch.isfinite(v).all())
+    if broken:
+        raise CheckpointError(f"{where}: head weights {broken} hold NaN or infinite values")
     model.head.load_state_dict({k: v.float() for k, v in ckpt.head.items()})
     if trainable:
         for p in model.head.parameters():

@@ -50,13 +50,29 @@ def build_parser() -> argparse.ArgumentParser:
     io.add_argument(
         "--config", help="YAML with OrcaConfig fields, train/dev, and optional 'stages'"
     )
-    io.add_argument("--run-dir", help="log and resume state (default: <output>-run)")
+    io.add_argument(
+        "--data-dir",
+        help="folder that relative train/dev paths of --config are read from (default: the "
+        "config's data_dir, else the current folder or the config's folder)",
+    )
+    io.add_argument(
+        "--run-dir",
+        help="log and resume state (default: <output>-run; with several stages, one "
+        "subfolder per stage)",
+    )
+    io.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --output folder (or a run state of another run) instead of "
+        "refusing; rerunning the same command resumes without it",
+    )
     io.add_argument(
         "--heldout-fraction",
         type=float,
         default=0.0,
-        help="move this fraction of dev questions unseen in train to a held-out test "
-        "set, used only for the final report",
+        help="move this fraction of the last stage's dev questions that no stage trains on "
+        "to a held-out set, removed from every stage's dev set and used only for the final "
+        "report",
     )
     io.add_argument("--split-seed", type=int, default=0, help="seed of the held-out split")
     io.add_argument(
@@ -99,17 +115,26 @@ def _resolve(path: str | None, base: Path) -> str | None:
 
 
 def plan_stages(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The stages to run as dicts of train/dev paths and OrcaConfig fields (flags override YAML)."""
+    """The stages to run as dicts of train/dev paths and OrcaConfig fields (flags override YAML).
+
+    Relative train/dev paths from the YAML are read from --data-dir, else from the YAML's
+    `data_dir` (itself relative to the YAML), else the current folder or the YAML's folder.
+    """
     fields = {f.name for f in dataclasses.fields(OrcaConfig)}
     top: dict[str, Any] = {}
-    base_dir = Path.cwd()
+    config_dir = Path.cwd()
+    data_dir: Path | None = None
     if args.config:
         top = _load_yaml(args.config)
-        base_dir = Path(args.config).resolve().parent
+        config_dir = Path(args.config).resolve().parent
+        if top.get("data_dir") is not None:
+            data_dir = config_dir / str(top["data_dir"])
+        top.pop("data_dir", None)
+    if getattr(args, "data_dir", None):
+        data_dir = Path(args.data_dir)
     flags = {k: v for k, v in vars(args).items() if k in fields and v is not None}
-    for key in ("train", "dev"):
-        if getattr(args, key):
-            top[key] = getattr(args, key)
+    given = {key: getattr(args, key) for key in ("train", "dev") if getattr(args, key)}
+    top.update(given)
     raw_stages = top.pop("stages", None) or [{"name": "main"}]
     stages = []
     for i, raw in enumerate(raw_stages):
@@ -120,7 +145,12 @@ def plan_stages(args: argparse.Namespace) -> list[dict[str, Any]]:
         for key in ("train", "dev"):
             if not merged.get(key):
                 raise ValueError(f"stage {merged.get('name', i)}: no --{key} file given")
-            merged[key] = _resolve(merged[key], base_dir)
+            if merged[key] == given.get(key):
+                continue  # a path on the command line is relative to the current folder
+            if data_dir is not None:
+                merged[key] = str(data_dir / merged[key])
+            else:
+                merged[key] = _resolve(merged[key], config_dir)
         merged.setdefault("name", f"stage{i + 1}")
         if not merged.get("backbone"):
             raise ValueError("no --backbone given")
@@ -128,42 +158,75 @@ def plan_stages(args: argparse.Namespace) -> list[dict[str, Any]]:
     return stages
 
 
+def _load_stages(args: argparse.Namespace) -> tuple[list[Any], list[Any], str | None]:
+    """(stages, held-out items, held-out source file): data loaded, split once for the run."""
+    from .data import file_sha256, load_items, normalize_question, split_heldout
+    from .train import Stage
+
+    planned = plan_stages(args)
+    trains = [load_items(spec["train"], require_ratings=True) for spec in planned]
+    devs = [load_items(spec["dev"], require_ratings=True) for spec in planned]
+    heldout: list[Any] = []
+    if args.heldout_fraction > 0:
+        devs, heldout = split_heldout(trains, devs, args.heldout_fraction, args.split_seed)
+    split = {"heldout_fraction": args.heldout_fraction, "split_seed": args.split_seed}
+    if heldout:
+        split["heldout_items"] = len(heldout)
+        split["heldout_questions"] = len({normalize_question(it.question) for it in heldout})
+    stages = []
+    for spec, train_items, dev_items in zip(planned, trains, devs, strict=True):
+        provenance = {
+            "train_file": spec["train"],
+            "train_file_sha256": file_sha256(spec["train"]),
+            "dev_file": spec["dev"],
+            "dev_file_sha256": file_sha256(spec["dev"]),
+            **split,
+        }
+        fields = {k: v for k, v in spec.items() if k not in ("train", "dev", "name")}
+        stages.append(Stage(spec["name"], OrcaConfig(**fields), train_items, dev_items, provenance))
+    return stages, heldout, planned[-1]["dev"] if heldout else None
+
+
 def main(argv: list[str] | None = None) -> int:
     from .checkpoint import CheckpointError, update_metrics
-    from .data import DataError, load_items, question_disjoint_split
+    from .data import DataError
     from .judge import OrcaJudge
     from .model import BackboneLoadError
     from .report import agreement_report
-    from .train import Stage, train_curriculum
+    from .train import train_curriculum
 
     args = build_parser().parse_args(argv)
     try:
-        planned = plan_stages(args)
-        stages = []
-        heldout = []
-        for spec in planned:
-            train_items = load_items(spec.pop("train"), require_ratings=True)
-            dev_items = load_items(spec.pop("dev"), require_ratings=True)
-            name = spec.pop("name")
-            if args.heldout_fraction > 0:
-                dev_items, heldout = question_disjoint_split(
-                    dev_items,
-                    args.heldout_fraction,
-                    args.split_seed,
-                    exclude_questions={it.question for it in train_items},
-                )
-            stages.append(Stage(name, OrcaConfig(**spec), train_items, dev_items))
+        stages, heldout, heldout_source = _load_stages(args)
         results = train_curriculum(
-            stages, args.output, device=args.device, progress=not args.no_progress
+            stages,
+            args.output,
+            run_dir=args.run_dir,
+            overwrite=args.overwrite,
+            device=args.device,
+            progress=not args.no_progress,
         )
         summary: dict[str, Any] = {
             "checkpoint": str(args.output),
             "stages": [{"name": s.name, **r.metrics} for s, r in zip(stages, results, strict=True)],
         }
+        if len(stages) > 1:
+            # the final checkpoint names the data of every stage it descends from
+            curriculum = [
+                {k: stage[k] for k in ("name", "data", "train_items", "dev_items", "best_step")}
+                for stage in summary["stages"]
+            ]
+            update_metrics(args.output, {"curriculum": curriculum})
         if heldout:
             judge = OrcaJudge.from_pretrained(args.output, device=args.device)
             preds = judge.score(heldout, progress=not args.no_progress)
-            summary["heldout"] = agreement_report(preds, heldout)
+            summary["heldout"] = {
+                "source": heldout_source,
+                "items": len(heldout),
+                "questions": stages[-1].provenance["heldout_questions"],
+                "ids": [it.id for it in heldout],
+                **agreement_report(preds, heldout),
+            }
             update_metrics(args.output, {"heldout": summary["heldout"]})
     except (DataError, CheckpointError, BackboneLoadError, ValueError, FloatingPointError) as err:
         return fail(PROG, str(err))
@@ -177,8 +240,19 @@ def main(argv: list[str] | None = None) -> int:
                 f"{dev['rho']:.3f} tau {dev['tau']:.3f} MAE_mu {dev['mae_mu']:.3f}  clamp "
                 f"threshold {stage['clamp_threshold']}"
             )
+        for stage in summary["stages"]:
+            data = stage["data"]
+            print(
+                f"data of {stage['name']}: train {data['train_file']} ({stage['train_items']} "
+                f"items), dev {data['dev_file']} ({stage['dev_items']} items)"
+            )
         if "heldout" in summary:
-            print("held-out:", json.dumps(summary["heldout"].get("raw", {})))
+            held = summary["heldout"]
+            print(
+                f"held-out: {held['items']} items on {held['questions']} questions of "
+                f"{held['source']}:",
+                json.dumps(held.get("raw", {})),
+            )
         print(f"checkpoint: {args.output}")
     return 0
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,18 +155,81 @@ def filter_by_length(
     return kept, len(items) - len(kept)
 
 
+def normalize_question(question: str) -> str:
+    """Case-, whitespace- and punctuation-insensitive form of a question, for matching."""
+    return " ".join(re.sub(r"[^\w\s]", " ", question.casefold()).split())
+
+
 def question_disjoint_split(
     items: Sequence[OrcaItem], fraction: float, seed: int = 0, exclude_questions: Iterable[str] = ()
 ) -> tuple[list[OrcaItem], list[OrcaItem]]:
     """Split by question into (a, b) with about `fraction` of the questions in b.
 
-    Questions listed in exclude_questions (e.g. seen in training) always go to a, so b
-    contains only unseen questions.
+    Questions match after normalize_question. Questions listed in exclude_questions (e.g.
+    seen in training) always go to a, so b contains only unseen questions.
     """
-    excluded = set(exclude_questions)
-    questions = sorted({it.question for it in items} - excluded)
+    excluded = {normalize_question(q) for q in exclude_questions}
+    spellings: dict[str, str] = {}
+    for it in items:
+        key = normalize_question(it.question)
+        if key not in excluded:
+            spellings[key] = min(spellings.get(key, it.question), it.question)
+    # Ordered by an original spelling, so data without variant spellings splits as before.
+    questions = sorted(spellings, key=lambda k: (spellings[k], k))
     random.Random(seed).shuffle(questions)
     held = set(questions[: math.ceil(fraction * len(questions))])
-    a = [it for it in items if it.question not in held]
-    b = [it for it in items if it.question in held]
+    a = [it for it in items if normalize_question(it.question) not in held]
+    b = [it for it in items if normalize_question(it.question) in held]
     return a, b
+
+
+def split_heldout(
+    train_sets: Sequence[Sequence[OrcaItem]],
+    dev_sets: Sequence[Sequence[OrcaItem]],
+    fraction: float,
+    seed: int = 0,
+) -> tuple[list[list[OrcaItem]], list[OrcaItem]]:
+    """One held-out split for a whole curriculum: (each stage's dev without it, held-out items).
+
+    The held-out items are `fraction` of the last dev set's questions that occur in no
+    stage's training data; their questions are removed from every stage's dev set, so no
+    early stopping or threshold tuning ever sees them.
+    """
+    if not dev_sets or len(train_sets) != len(dev_sets):
+        raise ValueError("split_heldout needs one train and one dev set per stage")
+    seen = {it.question for items in train_sets for it in items}
+    _, heldout = question_disjoint_split(dev_sets[-1], fraction, seed, exclude_questions=seen)
+    held = {normalize_question(it.question) for it in heldout}
+    devs = [
+        [it for it in items if normalize_question(it.question) not in held] for items in dev_sets
+    ]
+    return devs, heldout
+
+
+def items_fingerprint(items: Sequence[OrcaItem]) -> str:
+    """sha256 (first 16 hex digits) of the items' content, in order."""
+    digest = hashlib.sha256()
+    for it in items:
+        digest.update(json.dumps(it.as_dict(), sort_keys=True).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()[:16]
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 (first 16 hex digits) of a file's bytes."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def undefined_correlation_reason(items: Sequence[OrcaItem]) -> str | None:
+    """Why Spearman rho against these items' mean ratings is undefined; None when it is defined."""
+    means = {it.human_mean_unit for it in items if it.ratings}
+    if len(items) < 2:
+        return f"{len(items)} item; rho needs at least two"
+    if len(means) < 2:
+        rating = 1 + 4 * next(iter(means))
+        return f"all {len(items)} items have the same mean rating {rating:g}"
+    return None

@@ -185,6 +185,12 @@ def predictions_from_logits(
     cfg: OrcaConfig, ids: Sequence[str], logits: torch.Tensor, encoded: Sequence[Encoded]
 ) -> list[OrcaPrediction]:
     """Turn head outputs into OrcaPredictions (moments on both scales, clamped mean)."""
+    bad = [ids[i] for i in (~torch.isfinite(logits).all(dim=-1)).nonzero().flatten().tolist()]
+    if bad:
+        raise ValueError(
+            f"the judge produced NaN or infinite outputs for {len(bad)} item(s) (e.g. "
+            f"{bad[0]!r}); its weights are broken, no predictions written"
+        )
     mean, var = likelihoods.moments(cfg.likelihood, logits)
     dists = likelihoods.distribution(cfg.likelihood, logits)
     preds = []

@@ -10,7 +10,11 @@ import torch
 
 HEAD_SIZES = {"beta": 2, "multinomial": 5, "bernoulli": 1}
 BETA_Y_RANGE = (0.01, 0.99)  # the Beta density is infinite at 0 and 1; clamp inside the loss only
-_LOG_PARAM_LIMIT = 15.0  # exp(15) ~ 3.3e6 keeps lgamma and the moments finite
+# Beta: log alpha, log beta equal the head outputs on [-15, 15] (what every checkpoint was
+# trained with); beyond, a tanh tail approaches +-20 smoothly, so exp(), lgamma and the
+# moments stay finite in fp32 while gradients stay non-zero (a hard clamp zeroed them).
+BETA_LOG_LINEAR = 15.0
+BETA_LOG_TAIL = 5.0
 
 
 def head_size(likelihood: str) -> int:
@@ -32,8 +36,16 @@ def pad_ratings(ratings: list[list[int]]) -> torch.Tensor:
     return out
 
 
+def beta_log_params(logits: torch.Tensor) -> torch.Tensor:
+    """(log alpha, log beta) from Beta head outputs: identity on [-15, 15], smooth tail to +-20."""
+    z = logits.float()
+    excess = z.abs() - BETA_LOG_LINEAR
+    tail = z.sign() * (BETA_LOG_LINEAR + BETA_LOG_TAIL * torch.tanh(excess / BETA_LOG_TAIL))
+    return torch.where(excess > 0, tail, z)
+
+
 def _beta_params(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    log_ab = logits.float().clamp(-_LOG_PARAM_LIMIT, _LOG_PARAM_LIMIT)
+    log_ab = beta_log_params(logits)
     return log_ab[:, 0].exp(), log_ab[:, 1].exp()
 
 

@@ -1,8 +1,10 @@
 """Fine-tuning loop for the ORCA judge, readable top to bottom, plus multi-stage curricula.
 
 One optimiser step = `grad_accum` forward/backward passes of `batch_size` items. The run
-directory (default `<output>-run/`) holds `log.jsonl` and `state.pt` (the resume point);
-the output directory always holds the best checkpoint so far, written atomically.
+directory (default `<output>-run/`) holds `log.jsonl` and `state.pt` (the resume point,
+with the configuration and a fingerprint of the data it belongs to); the output directory
+always holds the best checkpoint so far, written atomically. An existing output directory
+is only ever replaced when it is this run's own checkpoint or `overwrite=True`.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ import math
 import os
 import random
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,9 @@ from aqua_tasks.devices import resolve_device, resolve_dtype
 
 from . import likelihoods
 from .checkpoint import (
+    atomic_write_text,
+    clean_interrupted,
+    clean_temporary_files,
     load_model,
     read_checkpoint,
     recover_interrupted,
@@ -32,7 +37,7 @@ from .checkpoint import (
     update_metrics,
 )
 from .config import OrcaConfig
-from .data import OrcaItem, filter_by_length
+from .data import OrcaItem, filter_by_length, items_fingerprint, undefined_correlation_reason
 from .judge import batched_logits, encode_item, pad_token_id
 from .metrics import agreement, tune_clamp_threshold
 from .model import (
@@ -46,6 +51,10 @@ from .model import (
 
 STATE_FILE = "state.pt"
 LOG_FILE = "log.jsonl"
+
+
+class RunConflictError(ValueError):
+    """Training would replace something that is not this run's own state; names what and why."""
 
 
 @dataclass
@@ -119,6 +128,12 @@ def build_model(cfg: OrcaConfig, device: torch.device, init_from: str | Path | N
     return model.to(device), loaded.tokenizer, loaded.backbone_fingerprint
 
 
+def resolved_backbone(backbone: str) -> str:
+    """A local backbone directory as an absolute path (so checkpoints load from anywhere)."""
+    path = Path(backbone).expanduser() if backbone else None
+    return str(path.resolve()) if path is not None and path.exists() else backbone
+
+
 def trainable_state(model: OrcaModel) -> dict[str, torch.Tensor]:
     return {n: p.detach().cpu().clone() for n, p in model.named_parameters() if p.requires_grad}
 
@@ -152,6 +167,8 @@ def evaluate(
     mean, var = likelihoods.moments(cfg.likelihood, logits)
     means = mean.tolist()
     variances = var.tolist() if var is not None else [None] * len(means)
+    if not torch.isfinite(logits).all():
+        raise FloatingPointError("the judge produced NaN or infinite outputs on the dev set")
     metrics = agreement(
         means,
         [it.human_mean_unit for it in items],
@@ -160,6 +177,66 @@ def evaluate(
         [len(it.ratings) for it in items],
     )
     return metrics, means, variances
+
+
+def _differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    keys = sorted(set(saved) | set(current))
+    changed = [k for k in keys if saved.get(k) != current.get(k)]
+    return [f"{k} {saved.get(k)!r} -> {current.get(k)!r}" for k in changed]
+
+
+def _read_state(path: Path) -> dict[str, Any]:
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # a truncated file raises one of several types
+        reason = " ".join(str(err).split()) or type(err).__name__
+        raise RunConflictError(
+            f"{path}: unreadable resume state ({reason}); pass --overwrite "
+            "(overwrite=True) to start over"
+        ) from None
+    if not isinstance(state, dict) or "config" not in state:
+        raise RunConflictError(f"{path}: not a resume state written by orca-train")
+    return state
+
+
+def _state_conflict(state: Mapping[str, Any], config: dict, identity: dict) -> str | None:
+    """Why a saved state does not belong to this run (settings or data), or None."""
+    changed = _differences(state["config"], config)
+    if changed:
+        return f"saved for a different configuration ({'; '.join(changed)})"
+    # States written before data fingerprints existed carry none; their config still matches.
+    changed = _differences(state["data"], identity) if "data" in state else []
+    if changed:
+        return f"saved for different data or split settings ({'; '.join(changed)})"
+    return None
+
+
+def _require_replaceable(output: Path, overwrite: bool) -> None:
+    """Refuse to start a run whose first save would replace an existing, non-empty folder."""
+    if not output.exists():
+        return
+    if not output.is_dir():
+        raise RunConflictError(f"{output}: exists and is not a directory")
+    if any(output.iterdir()) and not overwrite:
+        raise RunConflictError(
+            f"{output}: exists, is not empty and is not this run's resumable state; pass "
+            "--overwrite (overwrite=True) to replace it, or choose another output"
+        )
+
+
+def _trim_log(path: Path, last_step: int) -> None:
+    """Keep the log lines up to the resume point, so replayed steps appear once."""
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:  # a line cut short by the interruption
+            continue
+        if record.get("step", 0) <= last_step:
+            kept.append(line + "\n")
+    atomic_write_text(path, "".join(kept))
 
 
 def _save_state(path: Path, state: dict[str, Any]) -> None:
@@ -184,12 +261,19 @@ def train(
     device: str | torch.device | None = None,
     progress: bool = True,
     on_step: Callable[[int, dict[str, Any]], None] | None = None,
+    overwrite: bool = False,
+    provenance: Mapping[str, Any] | None = None,
 ) -> TrainResult:
-    """Train a judge, keeping the best dev-rho checkpoint in `output`; resumes from `run_dir`."""
+    """Train a judge, keeping the best dev-rho checkpoint in `output`; resumes from `run_dir`.
+
+    `provenance` describes where the data came from (file names and hashes, split
+    settings): stored in the run state and the metrics; a resume with different values (or
+    different items) is refused. `overwrite=True` allows replacing an existing output
+    folder and discarding a run state that belongs to another run.
+    """
     output = Path(output)
     run_dir = Path(run_dir) if run_dir else output.with_name(output.name + "-run")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    recover_interrupted(output)
+    cfg = cfg.replace(backbone=resolved_backbone(cfg.backbone))
     dev = resolve_device(device)
     for name, items in (("train", train_items), ("dev", dev_items)):
         unrated = [it.id for it in items if not it.ratings]
@@ -199,6 +283,41 @@ def train(
             )
         if not items:
             raise ValueError(f"{name} set is empty")
+    reason = undefined_correlation_reason(dev_items)
+    if reason:
+        raise ValueError(
+            f"dev set: Spearman rho is undefined ({reason}); early stopping and the clamp "
+            "threshold need dev items with different mean ratings"
+        )
+    provenance = dict(provenance or {})
+    identity = {
+        "train_items_sha256": items_fingerprint(train_items),
+        "dev_items_sha256": items_fingerprint(dev_items),
+        # file names are reported, not compared: moving the data does not change it
+        **{k: v for k, v in provenance.items() if not k.endswith("_file")},
+    }
+    state_path = run_dir / STATE_FILE
+    recover_interrupted(output)
+    state: dict[str, Any] | None = None
+    if state_path.exists():
+        try:
+            state = _read_state(state_path)
+        except RunConflictError:
+            if not overwrite:
+                raise
+        conflict = state and _state_conflict(state, cfg.to_dict(), identity)
+        if conflict:
+            if not overwrite:
+                raise RunConflictError(
+                    f"{state_path}: {conflict}; rerun with the original settings to resume, "
+                    "pass --overwrite (overwrite=True) to start over, or use a new --run-dir"
+                )
+            state = None
+    if state is None:
+        _require_replaceable(output, overwrite)
+    # Only now is `output` known to be ours (or ours to replace): clear what killed writes left.
+    clean_interrupted(output)
+    clean_temporary_files(run_dir)
     template_opts = {
         "template": cfg.template,
         "use_question": cfg.use_question,
@@ -217,6 +336,7 @@ def train(
     lengths = [len(e.input_ids) for e in train_enc]
     n_batches = math.ceil(len(train_items) / cfg.batch_size)
     data_counts = {
+        **({"data": provenance} if provenance else {}),
         "train_items": len(train_items),
         "train_removed_over_max_chars": n_long,
         "train_truncated": sum(e.truncated for e in train_enc),
@@ -229,22 +349,19 @@ def train(
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_multiplier(s, cfg))
     step, best_rho, best_step, bad_evals, done = 0, -math.inf, -1, 0, False
     best_dev: dict[str, Any] = {}
-    state_path = run_dir / STATE_FILE
-    if state_path.exists():
-        state = torch.load(state_path, map_location="cpu", weights_only=True)
-        if state["config"] != cfg.to_dict():
-            raise ValueError(
-                f"{state_path}: saved for a different configuration; use a new run "
-                "directory or delete it to start over"
-            )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if state is not None:
         model.load_state_dict(state["trainable"], strict=False)
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["torch_rng"])
         step, best_rho, best_step = state["step"], state["best_rho"], state["best_step"]
         bad_evals, done, best_dev = state["bad_evals"], state["done"], state["best_dev"]
+        _trim_log(run_dir / LOG_FILE, step)
         _log(run_dir, {"event": "resume", "step": step})
     else:
+        state_path.unlink(missing_ok=True)
+        atomic_write_text(run_dir / LOG_FILE, "")
         _log(
             run_dir,
             {
@@ -263,9 +380,9 @@ def train(
         nonlocal best_rho, best_step, bad_evals, done, best_dev
         metrics, means, variances = evaluate(model, cfg, dev_items, dev_enc, pad_id, dev)
         model.train()
-        rho = metrics["rho"] if not math.isnan(metrics["rho"]) else -math.inf
+        rho = metrics["rho"]
         record["dev"] = metrics
-        if rho > best_rho or best_step < 0:  # the first evaluation always counts
+        if math.isfinite(rho) and rho > best_rho:  # an undefined rho is never the best
             best_rho, best_step, bad_evals = rho, step, 0
             best_dev = {"metrics": metrics, "means": means, "variances": variances}
             save_best(
@@ -287,6 +404,7 @@ def train(
             state_path,
             {
                 "config": cfg.to_dict(),
+                "data": identity,
                 "trainable": trainable_state(model),
                 "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(),
@@ -347,6 +465,11 @@ def train(
         if on_step is not None:
             on_step(step, record)
     bar.close()
+    if best_step < 0:
+        raise ValueError(
+            f"no dev evaluation in {step} steps gave a defined Spearman rho (the judge "
+            f"predicted one mean for all dev items); nothing was written to {output}"
+        )
 
     stopped_early = step < cfg.max_steps
     metrics = finalize(
@@ -404,14 +527,22 @@ class Stage:
     config: OrcaConfig
     train_items: Sequence[OrcaItem]
     dev_items: Sequence[OrcaItem]
+    provenance: dict[str, Any] = field(default_factory=dict)
 
 
 def train_curriculum(
-    stages: Sequence[Stage], output: str | Path, *, device: str | None = None, progress: bool = True
+    stages: Sequence[Stage],
+    output: str | Path,
+    *,
+    run_dir: str | Path | None = None,
+    overwrite: bool = False,
+    device: str | None = None,
+    progress: bool = True,
 ) -> list[TrainResult]:
     """Run stages in order, each from the previous stage's best checkpoint with a fresh optimiser.
 
-    The last stage writes `output`, earlier ones `<output>-stages/<name>`.
+    The last stage writes `output`, earlier ones `<output>-stages/<name>`. Run state goes to
+    `run_dir` (one stage) or `run_dir/<name>` (several); default `<checkpoint>-run`.
     """
     output = Path(output)
     results: list[TrainResult] = []
@@ -419,15 +550,21 @@ def train_curriculum(
     for i, stage in enumerate(stages):
         last = i == len(stages) - 1
         target = output if last else output.with_name(output.name + "-stages") / stage.name
+        stage_run = None
+        if run_dir is not None:
+            stage_run = Path(run_dir) / stage.name if len(stages) > 1 else Path(run_dir)
         results.append(
             train(
                 stage.config,
                 stage.train_items,
                 stage.dev_items,
                 target,
+                run_dir=stage_run,
                 init_from=previous,
                 device=device,
                 progress=progress,
+                overwrite=overwrite,
+                provenance=stage.provenance,
             )
         )
         previous = target

@@ -91,19 +91,6 @@ def test_orca_train_runs_a_curriculum_from_yaml_with_flags_overriding_it(tmp_pat
     assert (stage_b["lr"], stage_b["max_steps"]) == (2e-4, 2)
 
 
-def test_example_curriculum_config_plans_three_stages():
-    args = cli_train.build_parser().parse_args(
-        ["--config", str(REPO / "configs/orca/curriculum.yaml"), "--output", "x"]
-    )
-    stages = cli_train.plan_stages(args)
-    assert [s["name"] for s in stages] == ["s1-synthetic", "s2-llm-judged", "s3-human"]
-    assert [(s["max_steps"], s["lr"]) for s in stages] == [
-        (10000, 5e-5),
-        (5000, 2e-5),
-        (2000, 2e-5),
-    ]
-
-
 def test_orca_train_bad_ratings_exit_nonzero_with_a_one_line_reason(tmp_path, capsys):
     bad = synthetic_items(3, 1)
     bad[2]["ratings"] = [0, 3]

@@ -99,3 +99,26 @@ def test_invalid_ratings_and_unknown_likelihood_raise_clear_errors():
         L.nll("multinomial", torch.zeros(1, 5), torch.tensor([[0]]))
     with pytest.raises(ValueError, match="unknown likelihood 'gauss'"):
         L.head_size("gauss")
+
+
+def test_beta_log_parameters_equal_the_head_outputs_where_the_old_clamp_was_inactive():
+    typical = torch.linspace(-15.0, 15.0, 601)
+    assert torch.equal(L.beta_log_params(typical), typical)  # bit-identical: same alpha, beta
+    logits = (torch.rand(64, 2, generator=torch.Generator().manual_seed(0)) * 2 - 1) * 15
+    old = logits.clamp(-15, 15).exp()  # the former parameterisation
+    mean, var = L.moments("beta", logits)
+    s = old.sum(dim=1)
+    assert torch.equal(mean, old[:, 0] / s)
+    assert torch.equal(var, old[:, 0] * old[:, 1] / (s * s * (s + 1)))
+
+
+def test_beta_log_parameters_saturate_smoothly_with_gradients_beyond_fifteen():
+    z = torch.tensor([15.0, 15.5, 16.0, 20.0, 25.0, 40.0, -16.0, -25.0], requires_grad=True)
+    out = L.beta_log_params(z)
+    out.sum().backward()
+    assert torch.isfinite(z.grad).all() and (z.grad[1:] > 0).all()
+    assert (out.detach().abs() < 20.0).all() and (out.detach()[1:6].diff() > 0).all()
+    assert z.grad[0] == pytest.approx(1.0)  # continuous slope where the tail starts
+    logits = torch.tensor([[16.0, 18.0], [30.0, 14.0]], requires_grad=True)
+    L.nll("beta", logits, L.pad_ratings([[5, 4], [1, 2]])).sum().backward()
+    assert torch.isfinite(logits.grad).all() and (logits.grad.abs() > 0).all()

@@ -136,14 +136,25 @@ def test_unrated_training_items_are_rejected_by_id(tmp_path):
         train(tiny_config(), unrated + TRAIN, DEV, tmp_path / "j", progress=False)
 
 
-def test_undefined_dev_correlation_still_keeps_a_checkpoint(tmp_path):
-    same = load_items(
-        [{**synthetic_items(1, 3, "c")[0], "id": f"c{i}", "ratings": [3]} for i in range(6)]
+@pytest.mark.parametrize(
+    ("ratings", "reason"),
+    [
+        ([[3]] * 6, "all 6 items have the same mean rating 3"),
+        ([[2]], "1 item; rho needs at least two"),
+    ],
+)
+def test_a_dev_set_with_an_undefined_correlation_is_refused_before_training(
+    tmp_path, ratings, reason
+):
+    dev = load_items(
+        [
+            {**synthetic_items(1, 3, "c")[0], "id": f"c{i}", "ratings": r}
+            for i, r in enumerate(ratings)
+        ]
     )
-    result = train(
-        tiny_config(max_steps=2, eval_every=2), TRAIN, same, tmp_path / "j", progress=False
-    )
-    assert result.best_step == 0 and (tmp_path / "j" / "head.safetensors").exists()
+    with pytest.raises(ValueError, match=f"Spearman rho is undefined \\({reason}\\)"):
+        train(tiny_config(max_steps=2, eval_every=2), TRAIN, dev, tmp_path / "j", progress=False)
+    assert not (tmp_path / "j").exists()
 
 
 def test_continuing_from_a_checkpoint_builds_the_model_with_the_checkpoint_loader(monkeypatch):
