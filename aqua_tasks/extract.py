@@ -17,6 +17,8 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import NamedTuple
 
+from aqua_tasks.generation_failure import failure_message
+
 DEFAULT_EXTRACTOR = "aqua-rules"
 # Old names still accepted: runs recorded under them are re-scored by what they now name.
 EXTRACTOR_ALIASES: dict[str, str] = {"mmau": "aqua-rules"}
@@ -630,7 +632,7 @@ def extract_aqua_rules(
     # NFKC folds full-width brackets and letters: "（Ｅ）" is "(E)".
     text = unicodedata.normalize("NFKC", reply).translate(_TRANSLATE).strip()
     if not _WORD.search(text):
-        return Extraction(None, False, "empty reply" if not text else "no words in reply")
+        return Extraction(None, False, "error: empty reply" if not text else "no words in reply")
     low = text.translate(_ASCII_LOWER)
     bare = _BARE_LETTER.fullmatch(low)
     if bare:
@@ -675,7 +677,7 @@ def extract_official(reply: str, options: Sequence[str], answer: str | None = No
     for i, option in enumerate(opts):
         if option.strip().lower() in r:
             return Extraction(i, True, f"option text {option!r} in reply")
-    return Extraction(None, False, "empty reply" if not r else "no letter or option text")
+    return Extraction(None, False, "error: empty reply" if not r else "no letter or option text")
 
 
 _MMAU_TOKEN = re.compile(r"\b\w+\b")
@@ -712,8 +714,9 @@ def extract_string_match(reply: str, options: Sequence[str]) -> Extraction:
     if len(passing) == 1:
         return Extraction(passing[0], True, f"string_match holds for {opts[passing[0]]!r}")
     if not passing:
-        why = "empty reply" if not predicted else "string_match holds for no option"
-        return Extraction(None, False, f"no-commitment: {why}")
+        if not reply.strip():
+            return Extraction(None, False, "error: empty reply")
+        return Extraction(None, False, "no-commitment: string_match holds for no option")
     names = " and ".join(f"({chr(ord('a') + i)}) {opts[i]!r}" for i in passing)
     return Extraction(None, False, f"no-commitment: string_match holds for {names}")
 
@@ -757,6 +760,10 @@ def extract(
 ) -> Extraction:
     """Extract the chosen option with the named extractor (see EXTRACTOR_NAMES)."""
     name = get_extractor_name(extractor)
+    failure = failure_message(reply)
+    if failure is not None:
+        # A failed generation is no answer under any rule (see generation_failure.py).
+        return Extraction(None, False, f"error: {failure}")
     if name == "official":
         return extract_official(reply, options)
     if name == "mmau-string-match":

@@ -248,7 +248,7 @@ def test_reply_naming_something_that_is_not_an_option_is_wrong_not_unparsed(repl
 
 @pytest.mark.parametrize(
     ("reply", "reason"),
-    [("", "empty reply"), ("  \n\t ", "empty reply"), ("...", "no words in reply")],
+    [("", "error: empty reply"), ("  \n\t ", "error: empty reply"), ("...", "no words in reply")],
 )
 def test_empty_or_whitespace_reply_is_unparsed(reply, reason):
     assert extract_mmau(reply, ANIMAL_AAD) == Extraction(None, False, reason)
@@ -379,3 +379,19 @@ def test_letter_property_maps_choice_to_capital_letter():
 def test_invalid_inputs_raise_errors_naming_the_argument(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("extractor", ["aqua-rules", "official", "mmau-string-match"])
+def test_failed_generation_is_an_unparsed_error_under_every_extractor(extractor: str) -> None:
+    from aqua_tasks.generation_failure import failed_reply, failure_message
+
+    options = ["Violin", "Flute", "None of the above"]
+    # "(a)" inside the server's message must not be read as a choice.
+    reply = failed_reply("HTTP 503 after 5 retries:\n upstream (a) unavailable")
+    assert failure_message(reply) == "HTTP 503 after 5 retries: upstream (a) unavailable"
+    got = extract(reply, options, extractor=extractor)
+    assert (got.choice, got.parsed) == (None, False)
+    assert got.reason == "error: HTTP 503 after 5 retries: upstream (a) unavailable"
+    empty = extract("", options, extractor=extractor)
+    assert (empty.choice, empty.parsed, empty.reason) == (None, False, "error: empty reply")
+    assert failure_message("(a) Violin") is None
