@@ -54,3 +54,16 @@ def resolve_dtype(name: str | torch.dtype | None, device: torch.device) -> torch
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32
+
+
+def peak_memory_mb(device: torch.device | None = None) -> dict[str, float]:
+    """Peak resident memory of this process (and peak CUDA allocation on a CUDA device), MB."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes.
+    peaks = {"peak_rss_mb": round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)}
+    if device is not None and device.type == "cuda":
+        peaks["peak_cuda_mb"] = round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
+    return peaks

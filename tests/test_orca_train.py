@@ -181,3 +181,37 @@ def test_continuing_from_a_checkpoint_builds_the_model_with_the_checkpoint_loade
 def test_continuing_with_another_pooling_is_refused():
     with pytest.raises(ValueError, match="'last' pooling, cannot continue with 'mean'"):
         build_model(tiny_config(pooling="mean"), torch.device("cpu"), tiny_trained_checkpoint())
+
+
+def test_gradient_checkpointing_changes_memory_not_results(tmp_path):
+    cfg = tiny_config(max_steps=3, eval_every=1)
+    assert cfg.gradient_checkpointing  # on by default
+    plain = cfg.replace(gradient_checkpointing=False)
+    kept = train(plain, TRAIN, DEV, tmp_path / "kept", progress=False)
+
+    def stop_at_two(step, record):
+        if step == 2:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        train(cfg, TRAIN, DEV, tmp_path / "recomputed", progress=False, on_step=stop_at_two)
+    rows = [
+        json.loads(x) for x in (tmp_path / "recomputed-run" / "log.jsonl").read_text().splitlines()
+    ]
+    steps = [r for r in rows if "loss" in r]
+    assert len(steps) == 2 and all(r["peak_rss_mb"] > 50 for r in steps)
+    # How a run computes is not what it computes: the resume switches it off.
+    resumed = train(plain, TRAIN, DEV, tmp_path / "recomputed", progress=False)
+    assert resumed.steps == 3
+    assert resumed.best_dev_rho == pytest.approx(kept.best_dev_rho, abs=1e-6)
+    a = OrcaJudge.from_pretrained(tmp_path / "kept").model.head.weight
+    b = OrcaJudge.from_pretrained(tmp_path / "recomputed").model.head.weight
+    torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_the_training_backbone_recomputes_activations_only_while_training():
+    model, _, _ = build_model(tiny_config(), torch.device("cpu"))
+    from orca_judge.train import enable_gradient_checkpointing
+
+    enable_gradient_checkpointing(model)
+    assert model.backbone.get_base_model().is_gradient_checkpointing
