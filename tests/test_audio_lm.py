@@ -38,7 +38,8 @@ def tiny_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def lm(tiny_dir) -> AudioLM:
-    return AudioLM(pretrained=str(tiny_dir), device="cpu", max_gen_toks=6)
+    # No reply journal: these tests compare fresh generations with each other.
+    return AudioLM(pretrained=str(tiny_dir), device="cpu", max_gen_toks=6, reply_cache="off")
 
 
 def real_sample_ids(released_dir: Path) -> dict[str, list[int]]:
