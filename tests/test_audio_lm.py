@@ -180,51 +180,155 @@ def test_model_args_win_over_the_cli_defaults_lm_eval_always_sends(tiny_dir):
     assert lm.batch_size == 3 and str(lm.device) == "cpu"
 
 
-def test_hf_audiolm_qwen_runs_our_model_end_to_end_through_aqua_eval(
-    tmp_path, tiny_dir, released_dir, released_audio_root
-):
+def eval_command(tiny_dir: Path, samples: dict, metadata: dict, out: Path) -> list[str]:
+    """The aqua-eval arguments every end-to-end run here shares."""
+    return [
+        str(BIN / "aqua-eval"),
+        "--model",
+        "hf-audiolm-qwen",
+        "--model_args",
+        f"pretrained={tiny_dir},batch_size=2,max_gen_toks=8,device=cpu",
+        "--tasks",
+        ",".join(samples),
+        "--samples",
+        json.dumps(samples),
+        "--metadata",
+        json.dumps(metadata),
+        "--log_samples",
+        "--output_path",
+        str(out),
+    ]
+
+
+def run_env(cache_dir: Path) -> dict[str, str]:
+    """Offline, with the reply journal under `cache_dir` (never the user's cache)."""
+    return {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "AQUA_CACHE_DIR": str(cache_dir),
+    }
+
+
+def logged_replies(out: Path, tasks) -> dict[tuple[str, int], str]:
+    """Per-item replies of a --log_samples run, by task and doc id."""
+    replies = {}
+    for task in tasks:
+        log = next(out.rglob(f"samples_{task}_*.jsonl")).read_text()
+        for line in log.splitlines():
+            sample = json.loads(line)
+            (reply,) = sample["resps"][0]
+            replies[(task, sample["doc_id"])] = reply
+    return replies
+
+
+def task_metrics(results: dict) -> dict:
+    """Every task's metric values (the part of the results two runs must share)."""
+    return {
+        task: {k: v for k, v in row.items() if "," in k} for task, row in results["results"].items()
+    }
+
+
+@pytest.fixture(scope="module")
+def single_process_run(tmp_path_factory, tiny_dir, released_dir, released_audio_root):
+    """One aqua-eval run in one process (with lm-eval's --use_cache): the reference run."""
+    out = tmp_path_factory.mktemp("one_process")
     samples = real_sample_ids(released_dir)
     samples["aqua_animal"] = sorted({*samples["aqua_animal"], 8, 9, 10, 11})
     metadata = {"data_dir": str(released_dir), "audio_root": str(released_audio_root)}
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    command = eval_command(tiny_dir, samples, metadata, out / "results")
     proc = subprocess.run(
-        [
-            str(BIN / "aqua-eval"),
-            "--model",
-            "hf-audiolm-qwen",
-            "--model_args",
-            f"pretrained={tiny_dir},batch_size=2,max_gen_toks=8,device=cpu",
-            "--tasks",
-            ",".join(samples),
-            "--samples",
-            json.dumps(samples),
-            "--metadata",
-            json.dumps(metadata),
-            "--log_samples",
-            "--output_path",
-            str(tmp_path),
-        ],
+        [*command, "--use_cache", str(out / "lm_cache" / "run")],
         capture_output=True,
         text=True,
         timeout=600,
-        env=env,
+        env=run_env(out / "journal"),
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
+    return {
+        "out": out,
+        "proc": proc,
+        "samples": samples,
+        "metadata": metadata,
+        "results": json.loads(sorted(out.rglob("results_*.json"))[-1].read_text()),
+    }
+
+
+def test_hf_audiolm_qwen_runs_our_model_end_to_end_through_aqua_eval(single_process_run):
+    proc, samples, results = (single_process_run[k] for k in ("proc", "samples", "results"))
+    out = single_process_run["out"]
     notices = [line for line in proc.stderr.splitlines() if "runs aqua-audiolm" in line]
     assert len(notices) == 1 and "hf-audiolm-qwen is broken" in notices[0]
-    results = json.loads(sorted(tmp_path.rglob("results_*.json"))[-1].read_text())
     assert results["config"]["model"] == "aqua-audiolm"
     for task, ids in samples.items():
         metrics = {k.split(",")[0] for k in results["results"][task] if "," in k}
         assert set(ALL_METRICS) <= metrics
         assert results["results"][task]["n_items,none"] == len(ids)
-        log = next(tmp_path.rglob(f"samples_{task}_*.jsonl")).read_text()
-        logged = [json.loads(line) for line in log.splitlines()]
-        assert sorted(s["doc_id"] for s in logged) == sorted(ids)
-        for sample in logged:
-            (reply,) = sample["resps"][0]
-            assert isinstance(reply, str)
+    replies = logged_replies(out, samples)
+    assert sorted(replies) == sorted((t, i) for t, ids in samples.items() for i in ids)
+    assert all(isinstance(r, str) for r in replies.values())
     assert "AQUA-Bench (paper layout, %)" in proc.stdout
+    # The run's record: model, devices, throughput and memory in the results, not per doc.
+    record = results["config"]["aqua_audiolm"]
+    n = sum(len(ids) for ids in samples.values())
+    assert record["model_revision"] == str(Path(results["config"]["model_args"]["pretrained"]))
+    assert record["devices"] == ["cpu"] and record["dtype"] == "float32"
+    assert (record["items"], record["generated"], record["reused"], record["failed"]) == (
+        n,
+        n,
+        0,
+        0,
+    )
+    assert record["items_per_second"] > 0 and record["peak_memory_mb"][0]["cpu_rss"] > 100
+    for task in samples:
+        manifest = results["configs"][task]["metadata"]["aqua_manifest"]
+        assert not {"items_per_second", "peak_memory_mb", "model_revision"} & set(manifest)
+    # lm-eval's --use_cache works with audio requests: every reply is in its store.
+    from sqlitedict import SqliteDict
+
+    with SqliteDict(str(out / "lm_cache" / "run_rank0.db")) as store:
+        assert sorted(store.values()) == sorted(replies.values())
+    # The reply journal holds each reply too (one line per request).
+    (journal,) = (out / "journal").rglob("replies-rank0.jsonl")
+    assert len(journal.read_text().splitlines()) == n
+
+
+def test_two_data_parallel_processes_give_the_same_replies_and_metrics_as_one(
+    single_process_run, tiny_dir, tmp_path
+):
+    samples, metadata = single_process_run["samples"], single_process_run["metadata"]
+    command = eval_command(tiny_dir, samples, metadata, tmp_path / "results")
+    launch = [
+        str(BIN / "accelerate"),
+        "launch",
+        "--multi_gpu",  # the multi-process launcher; ACCELERATE_USE_CPU makes it gloo on CPU
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        str(29500 + os.getpid() % 1000),
+    ]
+    env = {**run_env(tmp_path / "journal"), "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([*launch, *command], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    (results_file,) = (tmp_path / "results").rglob("results_*.json")  # rank 0 writes alone
+    results = json.loads(results_file.read_text())
+    assert task_metrics(results) == task_metrics(single_process_run["results"])
+    assert logged_replies(tmp_path / "results", samples) == logged_replies(
+        single_process_run["out"], samples
+    )
+    record = results["config"]["aqua_audiolm"]
+    n = sum(len(ids) for ids in samples.values())
+    # lm-eval pads the smaller rank with a copy of its last request: items count them all.
+    assert record["world_size"] == 2 and record["generated"] >= n and record["reused"] == 0
+    assert len(record["peak_memory_mb"]) == 2
+    # Each rank journals what it generated.
+    assert len(list((tmp_path / "journal").rglob("replies-rank*.jsonl"))) == 2
 
 
 def test_a_boolean_model_arg_that_is_not_a_boolean_is_refused_naming_it():
