@@ -14,10 +14,15 @@ import soundfile as sf
 from lm_eval.api.instance import Instance
 
 from aqua_tasks.audio import LazyAudio
-from aqua_tasks.audio_lm import AudioLM, chat_content, cut_at_stop, mono_waveform
+from aqua_tasks.audio_lm import AudioLM, chat_content, cut_at_stop, model_revision, mono_waveform
+from aqua_tasks.clip_checks import ClipCheckError
 from aqua_tasks.data import load_items
+from aqua_tasks.data_parallel import parse_max_memory
+from aqua_tasks.docs import doc_to_item
+from aqua_tasks.generation_failure import failed_reply
 from aqua_tasks.lm_eval_task import build_docs, doc_to_audio, doc_to_text
-from aqua_tasks.scoring import ALL_METRICS
+from aqua_tasks.reply_journal import ReplyJournal
+from aqua_tasks.scoring import ALL_METRICS, score_reply
 from aqua_tasks.tiny_audio_lm import build_tiny_audio_lm
 
 pytestmark = pytest.mark.slow
@@ -334,3 +339,245 @@ def test_two_data_parallel_processes_give_the_same_replies_and_metrics_as_one(
 def test_a_boolean_model_arg_that_is_not_a_boolean_is_refused_naming_it():
     with pytest.raises(ValueError, match="trust_remote_code='maybe': expected true/false"):
         AudioLM(pretrained="any-model", device="cpu", trust_remote_code="maybe")
+
+
+def write_wave(path: Path, wave: np.ndarray, rate: int = 16000) -> LazyAudio:
+    """A WAV file (float samples) wrapped as the lazily decoded audio tasks pass."""
+    sf.write(path, wave.astype(np.float32), rate, subtype="FLOAT")
+    return LazyAudio(path)
+
+
+def audio_request(audio, n: int = 0, max_gen_toks: int = 4) -> Instance:
+    """A generate_until request for one clip."""
+    gen_kwargs = {"until": [], "max_gen_toks": max_gen_toks}
+    return Instance(
+        "generate_until", {}, ("<audio>\nQ?", gen_kwargs, {"audio": [audio]}), 0, ("t", n, 1)
+    )
+
+
+def test_bad_clips_are_refused_before_any_generation_naming_each_file(lm, tmp_path, monkeypatch):
+    tone = 0.1 * np.sin(np.arange(16000) / 5)
+    nan = tone.copy()
+    nan[100] = np.nan
+    clips = {
+        "ok.wav": tone,
+        "short_960.wav": tone[:960],  # crashes inside transformers when run
+        "nan.wav": nan,
+        "ok_961.wav": tone[:961],
+    }
+    requests = [
+        audio_request(write_wave(tmp_path / n, w), i) for i, (n, w) in enumerate(clips.items())
+    ]
+    calls = []
+    monkeypatch.setattr(lm.model, "generate", lambda **kw: calls.append(kw))
+    with pytest.raises(ClipCheckError) as refused:
+        lm.generate_until(requests, disable_tqdm=True)
+    message = str(refused.value)
+    assert message.startswith("2 clip(s) cannot be run, nothing was generated")
+    assert f"{tmp_path / 'short_960.wav'}: 60.0 ms long" in message and "60.1 ms" in message
+    assert f"{tmp_path / 'nan.wav'}: holds NaN or infinite samples" in message
+    assert "ok" not in message.replace("ok_", "").split("aqua-audio")[0].replace("long", "")
+    assert "aqua-audio prepare" in message and calls == []
+
+
+def test_silent_and_over_long_clips_run_and_are_counted(tiny_dir, tmp_path):
+    lm = AudioLM(pretrained=str(tiny_dir), device="cpu", reply_cache="off")
+    silent = write_wave(tmp_path / "silent.wav", np.zeros(8000))
+    long = write_wave(tmp_path / "long.wav", 0.1 * np.sin(np.arange(31 * 8000) / 3), 8000)
+    replies = lm.generate_until(
+        [audio_request(silent, 0), audio_request(long, 1), audio_request(silent, 2)],
+        disable_tqdm=True,
+    )
+    assert len(replies) == 3 and replies[0] == replies[2]
+    record = lm.run_info
+    assert (record["clips_checked"], record["clips_silent"], record["clips_over_window"]) == (
+        2,
+        1,
+        1,
+    )
+    assert (record["items"], record["generated"], record["failed"]) == (3, 3, 0)
+
+
+def test_an_interrupted_run_continues_from_its_journal_like_an_uninterrupted_one(
+    lm, tiny_dir, requests, tmp_path, monkeypatch
+):
+    requests = requests[:7]
+    lm.batch_size = 2
+    uninterrupted = lm.generate_until(requests, disable_tqdm=True)
+    first = AudioLM(
+        pretrained=str(tiny_dir),
+        device="cpu",
+        max_gen_toks=6,
+        batch_size=2,
+        reply_cache=str(tmp_path),
+    )
+    real = first._generate
+    batches = []
+
+    def interrupted_at_third_batch(prompts, batch):
+        if len(batches) == 2:
+            raise KeyboardInterrupt  # what Ctrl-C raises mid-run
+        batches.append(len(prompts))
+        return real(prompts, batch)
+
+    monkeypatch.setattr(first, "_generate", interrupted_at_third_batch)
+    with pytest.raises(KeyboardInterrupt):
+        first.generate_until(requests, disable_tqdm=True)
+    first.journal.close()
+    (journal,) = tmp_path.rglob("replies-rank0.jsonl")
+    assert len(journal.read_text().splitlines()) == sum(batches) == 4
+
+    # The same command again, in a fresh process: only the missing requests are generated.
+    second = AudioLM(
+        pretrained=str(tiny_dir),
+        device="cpu",
+        max_gen_toks=6,
+        batch_size=2,
+        reply_cache=str(tmp_path),
+    )
+    generated = []
+    real_second = second._generate
+    monkeypatch.setattr(
+        second,
+        "_generate",
+        lambda prompts, batch: generated.extend(prompts) or real_second(prompts, batch),
+    )
+    assert second.generate_until(requests, disable_tqdm=True) == uninterrupted
+    assert len(generated) == len(requests) - 4
+    assert (second.run_info["reused"], second.run_info["generated"]) == (4, len(requests) - 4)
+
+
+def test_journal_ignores_a_line_cut_by_a_kill_and_appends_after_it(tmp_path):
+    setting = {"model": "m"}
+    journal = ReplyJournal(tmp_path, setting)
+    journal.put([("a", "reply a")])
+    journal.close()
+    with journal.path.open("a") as handle:
+        handle.write('{"key": "b", "rep')  # SIGKILL in the middle of a write
+    again = ReplyJournal(tmp_path, setting)
+    assert again.replies == {"a": "reply a"} and again.torn == 1
+    again.put([("c", "reply c")])
+    again.close()
+    assert ReplyJournal(tmp_path, setting).replies == {"a": "reply a", "c": "reply c"}
+    # Another model setting never sees these replies.
+    assert ReplyJournal(tmp_path, {"model": "other"}).replies == {}
+
+
+def test_a_failing_item_gets_a_failed_reply_and_the_others_their_own(lm, requests, monkeypatch):
+    lm.batch_size = 4
+    reference = lm.generate_until(requests, disable_tqdm=True)
+    real = lm.encode
+    bad = lm.prompt(requests[3].args[0], 1)
+
+    def encode(prompts, clips):
+        if bad in prompts:
+            raise ValueError("feature extractor rejected the clip")
+        return real(prompts, clips)
+
+    monkeypatch.setattr(lm, "encode", encode)
+    replies = lm.generate_until(requests, disable_tqdm=True)
+    assert replies[3] == failed_reply("ValueError: feature extractor rejected the clip")
+    assert replies[:3] + replies[4:] == reference[:3] + reference[4:]
+    assert lm.run_info["failed"] >= 1
+    verdict = score_reply(doc_to_item(requests[3].doc), replies[3])
+    assert not verdict.parsed and verdict.reason.startswith("error: ValueError")
+
+
+def test_out_of_memory_halves_the_batch_and_the_replies_stay_the_same(lm, requests, monkeypatch):
+    import torch
+
+    requests = requests[:4]
+    lm.batch_size = 4
+    reference = lm.generate_until(requests, disable_tqdm=True)
+    real = lm._generate
+    sizes = []
+
+    def small_memory(prompts, batch):
+        sizes.append(len(prompts))
+        if len(prompts) > 1:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        return real(prompts, batch)
+
+    monkeypatch.setattr(lm, "_generate", small_memory)
+    assert lm.generate_until(requests, disable_tqdm=True) == reference
+    assert sizes[:3] == [4, 2, 1]
+
+
+def test_a_run_whose_first_items_all_fail_stops(lm, requests, monkeypatch):
+    def broken(prompts, batch):
+        raise RuntimeError("device-side assert")
+
+    monkeypatch.setattr(lm, "_generate", broken)
+    monkeypatch.setattr("aqua_tasks.audio_lm.MAX_FAILURES", 3)
+    with pytest.raises(RuntimeError, match="first 3 items all failed"):
+        lm.generate_until(requests, disable_tqdm=True)
+
+
+def test_lm_eval_use_cache_keys_audio_by_content_and_returns_stored_replies(
+    lm, requests, tmp_path, monkeypatch
+):
+    from lm_eval.api.model import CachingLM, hash_args
+
+    requests = requests[:3]
+    lm.batch_size = 4
+    cached = CachingLM(lm, str(tmp_path / "cache.db"))
+    replies = cached.generate_until(requests)
+    pairs = zip(requests, replies, strict=True)
+    keys = {hash_args("generate_until", r.args): reply for r, reply in pairs}
+    assert dict(cached.dbdict.items()) == keys
+    # The same clip copied elsewhere gives the same key; other audio another.
+    clip = requests[0].args[2]["audio"][0]
+    copy = tmp_path / "copy.wav"
+    copy.write_bytes(Path(clip.path).read_bytes())
+    moved = (requests[0].args[0], requests[0].args[1], {"audio": [LazyAudio(copy)]})
+    assert hash_args("generate_until", moved) in keys
+    other = (requests[0].args[0], requests[0].args[1], requests[2].args[2])
+    assert hash_args("generate_until", other) != hash_args("generate_until", requests[0].args)
+
+    monkeypatch.setattr(lm, "_generate", lambda *a: pytest.fail("generated despite the cache"))
+    again = CachingLM(lm, str(tmp_path / "cache.db"))
+    assert again.generate_until(requests) == replies
+
+
+def test_device_map_and_max_memory_reach_the_loader(tiny_dir, requests, monkeypatch):
+    import transformers
+
+    cls = transformers.Qwen2AudioForConditionalGeneration
+    real = cls.from_pretrained.__func__
+    seen = []
+
+    def spy(klass, *args, **kwargs):
+        seen.append({k: kwargs.get(k) for k in ("device_map", "max_memory")})
+        return real(klass, *args, **kwargs)
+
+    monkeypatch.setattr(cls, "from_pretrained", classmethod(spy))
+    lm = AudioLM(
+        pretrained=str(tiny_dir),
+        device_map="auto",
+        max_memory="cpu:2GiB",
+        max_gen_toks=3,
+        reply_cache="off",
+    )
+    assert seen[0] == {"device_map": "auto", "max_memory": {"cpu": "2GiB"}}
+    assert lm.run_info["devices"] == ["cpu"]
+    assert len(lm.generate_until(requests[:2], disable_tqdm=True)) == 2
+    assert parse_max_memory("0:20GiB;1:18GiB;cpu:64GiB") == {0: "20GiB", 1: "18GiB", "cpu": "64GiB"}
+    with pytest.raises(ValueError, match="DEVICE:AMOUNT pairs joined by ';'"):
+        parse_max_memory("20GiB")
+    with pytest.raises(ValueError, match=r"max_memory=\.\.\. needs device_map"):
+        AudioLM(pretrained=str(tiny_dir), max_memory="cpu:2GiB")
+
+
+def test_revision_recorded_is_the_hub_commit_or_the_local_folder(tiny_dir, tmp_path):
+    from transformers import AutoConfig
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "models--org--tiny-audio"
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_bytes((tiny_dir / "config.json").read_bytes())
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    config = AutoConfig.from_pretrained("org/tiny-audio", cache_dir=tmp_path)
+    assert model_revision("org/tiny-audio", config, None) == commit
+    assert model_revision(str(tiny_dir), config, None) == str(tiny_dir.resolve())
