@@ -89,12 +89,19 @@ def clip_limits(feature_extractor: Any) -> ClipLimits:
     )
 
 
-def model_revision(pretrained: str, config: Any, revision: str | None) -> str:
+def model_revision(pretrained: str, revision: str | None, cache_dir: str | None = None) -> str:
     """The Hub commit a model was loaded from, or the resolved local folder."""
     if Path(pretrained).is_dir():
         return str(Path(pretrained).resolve())
-    # transformers records the commit of files it resolved from the Hub (or its cache).
-    return getattr(config, "_commit_hash", None) or revision or "unknown"
+    from transformers.utils.hub import cached_file, extract_commit_hash
+
+    try:
+        # The loader already fetched config.json: this finds it in the cache's snapshot folder,
+        # whose name is the commit.
+        path = cached_file(pretrained, "config.json", revision=revision, cache_dir=cache_dir)
+    except OSError:
+        path = None
+    return extract_commit_hash(path, None) or revision or "unknown"
 
 
 def model_devices(model: Any, device: Any) -> list[str]:
@@ -267,7 +274,7 @@ class AudioLM(LM):
             if self.tokenizer.pad_token_id is not None
             else self.eos_token_ids[0]
         )
-        self.revision = model_revision(self.pretrained, config, revision)
+        self.revision = model_revision(self.pretrained, revision)
         self.run_info: dict[str, Any] = {
             "model_revision": self.revision,
             "devices": model_devices(self.model, self._device),

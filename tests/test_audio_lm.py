@@ -570,8 +570,6 @@ def test_device_map_and_max_memory_reach_the_loader(tiny_dir, requests, monkeypa
 
 
 def test_revision_recorded_is_the_hub_commit_or_the_local_folder(tiny_dir, tmp_path):
-    from transformers import AutoConfig
-
     commit = "0123456789abcdef0123456789abcdef01234567"
     repo = tmp_path / "models--org--tiny-audio"
     snapshot = repo / "snapshots" / commit
@@ -579,6 +577,7 @@ def test_revision_recorded_is_the_hub_commit_or_the_local_folder(tiny_dir, tmp_p
     (snapshot / "config.json").write_bytes((tiny_dir / "config.json").read_bytes())
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(commit)
-    config = AutoConfig.from_pretrained("org/tiny-audio", cache_dir=tmp_path)
-    assert model_revision("org/tiny-audio", config, None) == commit
-    assert model_revision(str(tiny_dir), config, None) == str(tiny_dir.resolve())
+    # A model fetched from the Hub earlier, read from the cache (offline).
+    assert model_revision("org/tiny-audio", None, cache_dir=str(tmp_path)) == commit
+    assert model_revision("org/tiny-audio", "main", cache_dir=str(tmp_path)) == commit
+    assert model_revision(str(tiny_dir), None) == str(tiny_dir.resolve())
