@@ -24,6 +24,7 @@ BIN = Path(sys.executable).parent
 GOLDEN = Path(__file__).parent / "golden" / "aqua_runs.json"
 TASKS = ("aqua_animal", "aqua_music", "aqua_vocal")
 MODELS = ("aqua-always-reject", "aqua-first-option", "aqua-random", "aqua-replay")
+OFFLINE_ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 
 
 def replay_reply(entry: dict, n: int) -> str:
@@ -55,17 +56,12 @@ def replay_results(tmp_path_factory, released_dir) -> Path:
     return out
 
 
-def _run(*args: object) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    return subprocess.run(
-        [str(a) for a in args], capture_output=True, text=True, timeout=900, env=env
-    )
-
-
 @pytest.fixture(scope="module")
 def golden_runs(tmp_path_factory, released_dir, released_audio_root, replay_results) -> dict:
     metadata = json.dumps({"data_dir": str(released_dir), "audio_root": str(released_audio_root)})
-    runs = {}
+    started = {}
+    # The four runs are independent: started together, they share the cores instead of
+    # waiting on each other's start-up.
     for model in MODELS:
         out = tmp_path_factory.mktemp(f"golden_{model}")
         model_args = f"path={replay_results}" if model == "aqua-replay" else "seed=3"
@@ -74,8 +70,18 @@ def golden_runs(tmp_path_factory, released_dir, released_audio_root, replay_resu
         args = ["--model", model, "--tasks", "aqua_*", "--metadata", metadata]
         if model_args:
             args += ["--model_args", model_args]
-        proc = _run(BIN / "aqua-eval", *args, "--output_path", out, "--log_samples")
-        assert proc.returncode == 0, proc.stderr[-4000:]
+        command = [str(BIN / "aqua-eval"), *args, "--output_path", str(out), "--log_samples"]
+        log = (out.parent / f"{out.name}.log").open("w+")
+        proc = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, text=True, env=OFFLINE_ENV
+        )
+        started[model] = (proc, out, log)
+    runs = {}
+    for model, (proc, out, log) in started.items():
+        returncode = proc.wait(timeout=900)
+        log.seek(0)
+        assert returncode == 0, f"{model}: " + log.read()[-4000:]
+        log.close()
         runs[model] = out
     return runs
 
@@ -120,8 +126,18 @@ def test_lm_eval_results_equal_the_golden_values(golden_runs):
 
 def test_aqua_score_on_each_golden_run_equals_the_golden_values(golden_runs):
     golden = json.loads(GOLDEN.read_text())
-    for model, run in golden_runs.items():
-        proc = _run(BIN / "aqua-score", run, "--json")
-        assert proc.returncode == 0, proc.stderr
-        scored = json.loads(proc.stdout)["results"]
+    started = {
+        model: subprocess.Popen(
+            [str(BIN / "aqua-score"), str(run), "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=OFFLINE_ENV,
+        )
+        for model, run in golden_runs.items()
+    }
+    for model, proc in started.items():
+        stdout, stderr = proc.communicate(timeout=900)
+        assert proc.returncode == 0, stderr
+        scored = json.loads(stdout)["results"]
         _assert_same({t: scored[t] for t in TASKS}, golden[model], f"aqua-score {model}")
