@@ -100,7 +100,9 @@ def inspect_clip(audio: Mapping[str, Any], target_sr: int) -> ClipFacts:
     else:
         data = np.asarray(audio["array"], dtype=np.float32)
         rate = int(audio["sampling_rate"])
-        frames = data.shape[0] if data.ndim else 0
+        if data.ndim != 1:
+            raise ClipCheckError(f"audio arrays must be mono (1-D), got shape {data.shape}")
+        frames = data.shape[0]
         digest = hashlib.sha256(
             rate.to_bytes(8, "little") + np.ascontiguousarray(data).tobytes()
         ).hexdigest()
