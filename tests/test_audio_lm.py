@@ -89,9 +89,15 @@ def requests(released_dir, released_audio_root) -> list[Instance]:
     ]
 
 
-def test_batched_greedy_replies_equal_one_at_a_time_in_request_order(lm, requests):
+@pytest.fixture(scope="module")
+def one_at_a_time(lm, requests) -> list[str]:
+    """Every request's reply generated alone: the reference the other runs must equal."""
     lm.batch_size = 1
-    single = lm.generate_until(requests, disable_tqdm=True)
+    return lm.generate_until(requests, disable_tqdm=True)
+
+
+def test_batched_greedy_replies_equal_one_at_a_time_in_request_order(lm, requests, one_at_a_time):
+    single = one_at_a_time
     lm.batch_size = 4
     batched = lm.generate_until(requests, disable_tqdm=True)
     assert batched == single
@@ -413,53 +419,89 @@ def test_silent_and_over_long_clips_run_and_are_counted(tiny_dir, tmp_path):
     assert (record["items"], record["generated"], record["failed"]) == (3, 3, 0)
 
 
-def test_an_interrupted_run_continues_from_its_journal_like_an_uninterrupted_one(
-    lm, tiny_dir, requests, tmp_path, monkeypatch
+KILLED_AFTER_TWO_BATCHES = """
+import os, signal, sys
+from aqua_tasks.audio import LazyAudio
+from aqua_tasks.audio_lm import AudioLM
+from lm_eval.api.instance import Instance
+
+model, journal, *clips = sys.argv[1:]
+lm = AudioLM(pretrained=model, device="cpu", max_gen_toks=6, batch_size=2, reply_cache=journal)
+real, done = lm._generate, []
+
+def generate(prompts, batch):
+    if len(done) == 2:
+        os.kill(os.getpid(), signal.SIGKILL)  # no clean-up of any kind
+    done.append(1)
+    return real(prompts, batch)
+
+lm._generate = generate
+requests = [
+    Instance("generate_until", {}, ("<audio>\\nQ?", {"until": []}, {"audio": [LazyAudio(c)]}), 0,
+             ("t", n, 1))
+    for n, c in enumerate(clips)
+]
+lm.generate_until(requests, disable_tqdm=True)
+"""
+
+
+def test_a_killed_then_interrupted_run_continues_from_its_journal_like_an_uninterrupted_one(
+    lm, tiny_dir, tmp_path, monkeypatch
 ):
-    requests = requests[:7]
+    rng = np.random.default_rng(1)
+    clips = []
+    for n, rate in enumerate([16000, 22050, 44100, 16000, 32000, 16000, 22050]):
+        wave = 0.2 * np.sin(np.arange(int(rate * (0.2 + 0.1 * n))) * rng.uniform(0.01, 0.2))
+        clips.append(write_wave(tmp_path / f"clip{n}.wav", wave, rate))
+    requests = [
+        Instance(
+            "generate_until", {}, ("<audio>\nQ?", {"until": []}, {"audio": [c]}), 0, ("t", n, 1)
+        )
+        for n, c in enumerate(clips)
+    ]
     lm.batch_size = 2
     uninterrupted = lm.generate_until(requests, disable_tqdm=True)
-    first = AudioLM(
-        pretrained=str(tiny_dir),
-        device="cpu",
-        max_gen_toks=6,
-        batch_size=2,
-        reply_cache=str(tmp_path),
+    journal_dir = tmp_path / "journal"
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_AFTER_TWO_BATCHES, str(tiny_dir), str(journal_dir)]
+        + [c.path for c in clips],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    real = first._generate
-    batches = []
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    (journal,) = journal_dir.rglob("replies-rank0.jsonl")
+    assert len(journal.read_text().splitlines()) == 4
 
-    def interrupted_at_third_batch(prompts, batch):
-        if len(batches) == 2:
-            raise KeyboardInterrupt  # what Ctrl-C raises mid-run
-        batches.append(len(prompts))
-        return real(prompts, batch)
+    def model_with_journal(stop_after: int | None):
+        again = AudioLM(
+            pretrained=str(tiny_dir),
+            device="cpu",
+            max_gen_toks=6,
+            batch_size=2,
+            reply_cache=str(journal_dir),
+        )
+        real, generated = again._generate, []
 
-    monkeypatch.setattr(first, "_generate", interrupted_at_third_batch)
+        def generate(prompts, batch):
+            if stop_after is not None and len(generated) >= stop_after:
+                raise KeyboardInterrupt  # what Ctrl-C raises mid-run
+            generated.extend(prompts)
+            return real(prompts, batch)
+
+        monkeypatch.setattr(again, "_generate", generate)
+        return again, generated
+
+    # The same command again: stopped by Ctrl-C after one more batch...
+    second, generated = model_with_journal(stop_after=2)
     with pytest.raises(KeyboardInterrupt):
-        first.generate_until(requests, disable_tqdm=True)
-    first.journal.close()
-    (journal,) = tmp_path.rglob("replies-rank0.jsonl")
-    assert len(journal.read_text().splitlines()) == sum(batches) == 4
-
-    # The same command again, in a fresh process: only the missing requests are generated.
-    second = AudioLM(
-        pretrained=str(tiny_dir),
-        device="cpu",
-        max_gen_toks=6,
-        batch_size=2,
-        reply_cache=str(tmp_path),
-    )
-    generated = []
-    real_second = second._generate
-    monkeypatch.setattr(
-        second,
-        "_generate",
-        lambda prompts, batch: generated.extend(prompts) or real_second(prompts, batch),
-    )
-    assert second.generate_until(requests, disable_tqdm=True) == uninterrupted
-    assert len(generated) == len(requests) - 4
-    assert (second.run_info["reused"], second.run_info["generated"]) == (4, len(requests) - 4)
+        second.generate_until(requests, disable_tqdm=True)
+    assert len(generated) == 2
+    # ...and once more: only the last request is generated; the replies are the same.
+    third, generated = model_with_journal(stop_after=None)
+    assert third.generate_until(requests, disable_tqdm=True) == uninterrupted
+    assert len(generated) == 1
+    assert (third.run_info["reused"], third.run_info["generated"]) == (6, 1)
 
 
 def test_journal_ignores_a_line_cut_by_a_kill_and_appends_after_it(tmp_path):
@@ -478,9 +520,11 @@ def test_journal_ignores_a_line_cut_by_a_kill_and_appends_after_it(tmp_path):
     assert ReplyJournal(tmp_path, {"model": "other"}).replies == {}
 
 
-def test_a_failing_item_gets_a_failed_reply_and_the_others_their_own(lm, requests, monkeypatch):
+def test_a_failing_item_gets_a_failed_reply_and_the_others_their_own(
+    lm, requests, one_at_a_time, monkeypatch
+):
+    requests, reference = requests[:5], one_at_a_time[:5]
     lm.batch_size = 4
-    reference = lm.generate_until(requests, disable_tqdm=True)
     real = lm.encode
     bad = lm.prompt(requests[3].args[0], 1)
 
@@ -498,12 +542,13 @@ def test_a_failing_item_gets_a_failed_reply_and_the_others_their_own(lm, request
     assert not verdict.parsed and verdict.reason.startswith("error: ValueError")
 
 
-def test_out_of_memory_halves_the_batch_and_the_replies_stay_the_same(lm, requests, monkeypatch):
+def test_out_of_memory_halves_the_batch_and_the_replies_stay_the_same(
+    lm, requests, one_at_a_time, monkeypatch
+):
     import torch
 
-    requests = requests[:4]
+    requests, reference = requests[:4], one_at_a_time[:4]
     lm.batch_size = 4
-    reference = lm.generate_until(requests, disable_tqdm=True)
     real = lm._generate
     sizes = []
 
