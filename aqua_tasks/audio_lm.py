@@ -7,7 +7,6 @@ per clip (Qwen2-Audio, Qwen2.5-Omni's thinker). Generation only, greedy, batched
 from __future__ import annotations
 
 import logging
-import resource
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -120,7 +119,13 @@ def peak_memory_mb(device: Any) -> dict[str, float]:
     peak: dict[str, float] = {}
     if getattr(device, "type", "") == "cuda":
         for index in range(torch.cuda.device_count()):
-            peak[f"cuda:{index}"] = torch.cuda.max_memory_allocated(index) / 2**20
+            used = torch.cuda.max_memory_allocated(index)
+            if used:  # under data parallel a rank touches only its own GPU
+                peak[f"cuda:{index}"] = used / 2**20
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return {k: round(v, 1) for k, v in peak.items()}
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # Linux reports kilobytes, macOS bytes.
     peak["cpu_rss"] = rss / (2**20 if sys.platform == "darwin" else 2**10)
