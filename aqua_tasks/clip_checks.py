@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from aqua_tasks.audio import LazyAudio
+from aqua_tasks.audio import AudioFileError, LazyAudio
 
 FIX_HINT = (
     "Re-create the file from its source (`aqua-audio prepare`, see docs/audio.md) or leave "
@@ -33,8 +33,11 @@ FIX_HINT = (
 )
 
 
-class ClipCheckError(ValueError):
-    """Clips of a run that the model cannot take; raised before any inference."""
+class ClipCheckError(AudioFileError):
+    """Clips of a run that the model cannot take; raised before any inference.
+
+    An AudioFileError, so `aqua-eval` reports it in one line like a missing clip.
+    """
 
 
 @dataclass(frozen=True)
