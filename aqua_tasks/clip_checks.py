@@ -17,6 +17,7 @@ silently. The rules, applied to all clips before the first `generate` call:
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -94,7 +95,7 @@ def inspect_clip(audio: Mapping[str, Any], target_sr: int) -> ClipFacts:
         try:
             with open(audio.path, "rb") as handle:
                 raw = handle.read()
-            data, rate = sf.read(audio.path, dtype="float32", always_2d=True)
+            data, rate = sf.read(io.BytesIO(raw), dtype="float32", always_2d=True)
         except (sf.SoundFileError, OSError) as error:
             raise ClipCheckError(f"{audio.path}: unreadable audio ({error}). {FIX_HINT}") from None
         # The file's bytes identify the clip; decoding is deterministic from them.

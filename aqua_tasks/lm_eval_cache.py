@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from aqua_tasks.audio import LazyAudio
+from aqua_tasks.manifest import sha256_file
 
 logger = logging.getLogger(__name__)
 _HOOK_NAME = "_multimodal_cache_default"
@@ -29,11 +30,7 @@ def audio_cache_default(fallback: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
     def default(obj: Any) -> Any:
         if isinstance(obj, LazyAudio):
-            digest = hashlib.sha256()
-            with open(obj.path, "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-            return {"__audio_file_sha256__": digest.hexdigest(), "sr": obj.sampling_rate}
+            return {"__audio_file_sha256__": sha256_file(obj.path), "sr": obj.sampling_rate}
         if isinstance(obj, np.ndarray):
             data = np.ascontiguousarray(obj)
             digest = hashlib.sha256(f"{data.dtype.str}{data.shape}".encode())
