@@ -13,7 +13,7 @@ import pytest
 import soundfile as sf
 from lm_eval.api.instance import Instance
 
-from aqua_tasks.audio import LazyAudio
+from aqua_tasks.audio import AudioFileError, LazyAudio
 from aqua_tasks.audio_lm import AudioLM, chat_content, cut_at_stop, model_revision, mono_waveform
 from aqua_tasks.clip_checks import ClipCheckError
 from aqua_tasks.data import load_items
@@ -391,6 +391,8 @@ def test_bad_clips_are_refused_before_any_generation_naming_each_file(lm, tmp_pa
     with pytest.raises(ClipCheckError) as refused:
         lm.generate_until(requests, disable_tqdm=True)
     message = str(refused.value)
+    # An AudioFileError: aqua-eval reports it in one line, as it does a missing clip.
+    assert isinstance(refused.value, AudioFileError)
     assert message.startswith("2 clip(s) cannot be run, nothing was generated")
     assert f"{tmp_path / 'short_960.wav'}: 60.0 ms long" in message and "60.1 ms" in message
     assert f"{tmp_path / 'nan.wav'}: holds NaN or infinite samples" in message
@@ -421,7 +423,7 @@ def test_silent_and_over_long_clips_run_and_are_counted(tiny_dir, tmp_path):
 
 KILLED_AFTER_TWO_BATCHES = """
 import os, signal, sys
-from aqua_tasks.audio import LazyAudio
+from aqua_tasks.audio import AudioFileError, LazyAudio
 from aqua_tasks.audio_lm import AudioLM
 from lm_eval.api.instance import Instance
 
