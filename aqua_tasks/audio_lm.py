@@ -7,7 +7,11 @@ per clip (Qwen2-Audio, Qwen2.5-Omni's thinker). Generation only, greedy, batched
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -15,9 +19,14 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.model import LM
 from tqdm import tqdm
 
-from aqua_tasks.audio import LazyAudio, probe_audio, resample
+from aqua_tasks.audio import resample
 from aqua_tasks.cli_common import parse_bool
+from aqua_tasks.clip_checks import ClipLimits, check_clips
+from aqua_tasks.data_parallel import Collective, launched_processes, parse_max_memory
 from aqua_tasks.deprecation import moved
+from aqua_tasks.generation_failure import failed_reply
+from aqua_tasks.lm_eval_cache import install as install_audio_cache_keys
+from aqua_tasks.reply_journal import ReplyJournal, default_cache_dir, local_model_files, request_key
 
 if TYPE_CHECKING:
     import torch
@@ -28,6 +37,17 @@ AUDIO_PLACEHOLDER = "<audio>"  # what task prompts put where a clip goes
 DEFAULT_MAX_GEN_TOKS = 256
 # Sampling settings a task may carry; decoding here is always greedy.
 SAMPLING_KEYS = frozenset({"do_sample", "temperature", "top_p", "top_k"})
+# Whisper-style encoders (Qwen2-Audio) crash inside transformers on clips of 6 mel frames or
+# fewer (960 samples at 16 kHz); 7 frames (961 samples) run.
+MIN_MEL_FRAMES = 7
+# A run whose first items all fail is broken as a whole (wrong device, bad checkpoint):
+# stop rather than record every item as a failure.
+MAX_FAILURES = 10
+CLIP_NOTES = {
+    "silent": "are all zeros (silent; a failed conversion?)",
+    "over_window": "are longer than the model's audio window; it hears only the start",
+}
+CLIP_COUNT_KEYS = ("clips_checked", "clips_silent", "clips_over_window")
 
 
 def chat_content(text: str) -> list[dict[str, str]]:
@@ -57,11 +77,89 @@ def mono_waveform(audio: Mapping[str, Any], target_sr: int) -> np.ndarray:
     return resample(wave, int(audio["sampling_rate"]), target_sr)
 
 
-def audio_seconds(audio: Mapping[str, Any]) -> float:
-    """A clip's length without decoding it where possible (for sorting batches)."""
-    if isinstance(audio, LazyAudio):
-        return probe_audio(audio.path).duration
-    return len(audio["array"]) / float(audio["sampling_rate"])
+def clip_limits(feature_extractor: Any) -> ClipLimits:
+    """What an audio LM's feature extractor accepts: its rate, shortest and longest clip."""
+    hop = int(getattr(feature_extractor, "hop_length", 160) or 160)
+    window = getattr(feature_extractor, "n_samples", None)
+    return ClipLimits(
+        sampling_rate=int(feature_extractor.sampling_rate),
+        min_samples=(MIN_MEL_FRAMES - 1) * hop + 1,
+        max_samples=int(window) if window else None,
+    )
+
+
+def model_revision(pretrained: str, revision: str | None, cache_dir: str | None = None) -> str:
+    """The Hub commit a model was loaded from, or the resolved local folder."""
+    if Path(pretrained).is_dir():
+        return str(Path(pretrained).resolve())
+    from transformers.utils.hub import cached_file, extract_commit_hash
+
+    try:
+        # The loader already fetched config.json: this finds it in the cache's snapshot folder,
+        # whose name is the commit.
+        path = cached_file(pretrained, "config.json", revision=revision, cache_dir=cache_dir)
+    except OSError:
+        path = None
+    return extract_commit_hash(path, None) or revision or "unknown"
+
+
+def model_devices(model: Any, device: Any) -> list[str]:
+    """Every device holding part of the model (several under device_map)."""
+    placed = getattr(model, "hf_device_map", None)
+    if placed:
+        names = {f"cuda:{d}" if isinstance(d, int) else str(d) for d in placed.values()}
+        return sorted(names)
+    return [str(device)]
+
+
+def peak_memory_mb(device: Any) -> dict[str, float]:
+    """Peak memory of this process so far: accelerator memory on CUDA, else resident RAM."""
+    import torch
+
+    peak: dict[str, float] = {}
+    if getattr(device, "type", "") == "cuda":
+        for index in range(torch.cuda.device_count()):
+            used = torch.cuda.max_memory_allocated(index)
+            if used:  # under data parallel a rank touches only its own GPU
+                peak[f"cuda:{index}"] = used / 2**20
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return {k: round(v, 1) for k, v in peak.items()}
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports kilobytes, macOS bytes.
+    peak["cpu_rss"] = rss / (2**20 if sys.platform == "darwin" else 2**10)
+    return {k: round(v, 1) for k, v in peak.items()}
+
+
+@dataclass
+class _Job:
+    """One request on its way through generation."""
+
+    index: int
+    request: Instance
+    prompt: str
+    audio: list[Mapping[str, Any]]
+    until: tuple[str, ...]
+    max_new: int
+    seconds: float = 0.0
+    key: str = ""
+
+
+def _batches(jobs: list[_Job], size: int) -> Iterator[list[_Job]]:
+    """Consecutive jobs up to `size` at a time, never mixing stop settings."""
+    start = 0
+    while start < len(jobs):
+        batch = [jobs[start]]
+        while (
+            len(batch) < size
+            and start + len(batch) < len(jobs)
+            and (jobs[start + len(batch)].until, jobs[start + len(batch)].max_new)
+            == (batch[0].until, batch[0].max_new)
+        ):
+            batch.append(jobs[start + len(batch)])
+        start += len(batch)
+        yield batch
 
 
 # Device and dtype resolution moved to aqua_tasks.devices (imported lazily: torch is heavy).
@@ -99,6 +197,9 @@ class AudioLM(LM):
         trust_remote_code: bool | str = False,
         system_prompt: str | None = None,
         revision: str | None = None,
+        device_map: str | None = None,
+        max_memory: str | None = None,
+        reply_cache: str | None = "auto",
     ) -> None:
         super().__init__()
         if not pretrained:
@@ -116,7 +217,25 @@ class AudioLM(LM):
         )
         self.system_prompt = system_prompt or None
         self._warned: set[tuple[str, ...]] = set()
-        self._device = resolve_device(device)
+        self._succeeded = False  # whether any generation of the current call worked
+        self.device_map = device_map or None
+        memory = parse_max_memory(max_memory)
+        if memory is not None and self.device_map is None:
+            raise ValueError("max_memory=... needs device_map (e.g. device_map=auto)")
+        self._collective: Collective | None = None
+        if launched_processes() > 1:
+            if self.device_map is not None:
+                raise ValueError(
+                    f"device_map={self.device_map} under `accelerate launch`: use either one "
+                    "process per device (data parallel) or one process over all devices "
+                    "(device_map=auto), not both"
+                )
+            self._collective = Collective()
+            self._rank = self._collective.rank
+            self._world_size = self._collective.world_size
+            self._device = self._collective.device  # each rank its own device
+        else:
+            self._device = resolve_device("auto" if self.device_map else device)
         self.dtype = resolve_dtype(dtype, self._device)
         remote = parse_bool("trust_remote_code", trust_remote_code)
         load = {"revision": revision, "trust_remote_code": remote}
@@ -137,29 +256,70 @@ class AudioLM(LM):
         self.tokenizer = self.processor.tokenizer
         self.tokenizer.padding_side = "left"  # generation continues from the right edge
         self.sampling_rate = int(self.processor.feature_extractor.sampling_rate)
+        self.clip_limits = clip_limits(self.processor.feature_extractor)
 
         config = transformers.AutoConfig.from_pretrained(self.pretrained, **load)
         model_cls = self._model_class(transformers, config)
-        extra = {}
+        extra: dict[str, Any] = {}
         if getattr(config, "enable_audio_output", False):
             extra["enable_audio_output"] = False  # Qwen2.5-Omni: text replies need no talker
+        if self.device_map is not None:
+            extra.update(device_map=self.device_map, max_memory=memory)
         loaded = model_cls.from_pretrained(self.pretrained, dtype=self.dtype, **load, **extra)
         # Omni models generate text with their "thinker" sub-model.
-        self.model = getattr(loaded, "thinker", loaded).to(self._device).eval()
+        model = getattr(loaded, "thinker", loaded)
+        if self.device_map is None:
+            model = model.to(self._device)
+        else:
+            self._device = model.device  # where inputs go: the first layers' device
+        self.model = model.eval()
         self.eos_token_ids = self._eos_ids(loaded)
         self.pad_token_id = (
             self.tokenizer.pad_token_id
             if self.tokenizer.pad_token_id is not None
             else self.eos_token_ids[0]
         )
+        self.revision = model_revision(self.pretrained, revision)
+        self.run_info: dict[str, Any] = {
+            "model_revision": self.revision,
+            "devices": model_devices(self.model, self._device),
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "batch_size": self.batch_size,
+            "world_size": self.world_size,
+        }
+        self.journal = self._open_journal(reply_cache, transformers.__version__)
         logger.info(
-            "aqua-audiolm: %s (%s) on %s in %s, batch size %d",
+            "aqua-audiolm: %s (%s) on %s in %s, batch size %d%s",
             self.pretrained,
             type(self.model).__name__,
-            self._device,
-            str(self.dtype).removeprefix("torch."),
+            ", ".join(self.run_info["devices"]),
+            self.run_info["dtype"],
             self.batch_size,
+            f", rank {self.rank} of {self.world_size}" if self.world_size > 1 else "",
         )
+
+    def _open_journal(self, reply_cache: str | None, transformers_version: str) -> Any:
+        import torch
+
+        choice = str(reply_cache if reply_cache is not None else "auto").strip()
+        if choice.lower() in ("off", "false", "no", "none", "0"):
+            return None
+        folder = default_cache_dir() if choice.lower() in ("auto", "") else Path(choice)
+        source = Path(self.pretrained)
+        identity: dict[str, Any] = (
+            {"path": str(source.resolve()), "files": local_model_files(source)}
+            if source.is_dir()
+            else {"id": self.pretrained, "revision": self.revision}
+        )
+        setting = {
+            "class": "aqua-audiolm",
+            "model": identity,
+            "dtype": self.run_info["dtype"],
+            "device_type": self._device.type,
+            "transformers": transformers_version,
+            "torch": torch.__version__,
+        }
+        return ReplyJournal(folder.expanduser(), setting, rank=self.rank)
 
     @classmethod
     def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None):
@@ -308,51 +468,194 @@ class AudioLM(LM):
         return inputs.to(self._device, self.dtype)
 
     def generate_until(self, requests: list[Instance], disable_tqdm: bool = False) -> list[str]:
-        """Greedy replies for all requests, in request order."""
-        import torch
-
+        """Greedy replies for all requests, in request order; each batch kept on disk as done."""
         jobs = []
         for index, request in enumerate(requests):
             context, gen_kwargs = request.args[0], request.args[1]
             audio = self._audio_of(request)
             until, max_new = self._gen_settings(gen_kwargs or {})
             prompt = self.prompt(context, len(audio))
-            length = sum(audio_seconds(a) for a in audio)
-            jobs.append((index, prompt, audio, tuple(until), max_new, length))
+            jobs.append(_Job(index, request, prompt, audio, tuple(until), max_new))
+        # Every clip is read and judged before the first generate call (clip_checks.py).
+        report = check_clips([a for job in jobs for a in job.audio], self.clip_limits)
+        facts = iter(report.facts)
+        for job in jobs:
+            clips = [next(facts) for _ in job.audio]
+            job.seconds = sum(f.samples for f in clips) / self.sampling_rate
+            job.key = request_key(job.prompt, [f.digest for f in clips], job.until, job.max_new)
+        for kind, sources in (("silent", report.silent), ("over_window", report.over_window)):
+            if sources:
+                logger.warning(
+                    "aqua-audiolm: %d clip(s) %s, run as they are (e.g. %s)",
+                    len(sources),
+                    CLIP_NOTES[kind],
+                    sources[0],
+                )
+        replies: list[str | None] = [None] * len(requests)
+        reused = 0
+        for job in jobs:
+            stored = self.journal.get(job.key) if self.journal is not None else None
+            if stored is not None:
+                replies[job.index] = stored
+                reused += 1
+        todo = [job for job in jobs if replies[job.index] is None]
+        if reused:
+            logger.info(
+                "aqua-audiolm: %d of %d replies read back from %s (reply_cache=off regenerates)",
+                reused,
+                len(jobs),
+                self.journal.folder,
+            )
         # Longest first: similar lengths share a batch (less padding) and memory errors come early.
         # Requests with different stop settings never share a batch.
-        jobs.sort(key=lambda j: (j[3], j[4], -j[5], -len(j[1])))
-        replies: list[str] = [""] * len(requests)
-        progress = tqdm(total=len(requests), disable=disable_tqdm, desc="aqua-audiolm")
-        start = 0
-        while start < len(jobs):
-            batch = [jobs[start]]
-            while (
-                len(batch) < self.batch_size
-                and start + len(batch) < len(jobs)
-                and jobs[start + len(batch)][3:5] == batch[0][3:5]
-            ):
-                batch.append(jobs[start + len(batch)])
-            start += len(batch)
-            until, max_new = list(batch[0][3]), batch[0][4]
-            inputs = self.encode([j[1] for j in batch], [j[2] for j in batch])
-            with torch.inference_mode():
-                output = self.model.generate(
-                    **inputs,
-                    max_new_tokens=max_new,
-                    do_sample=False,
-                    eos_token_id=self.eos_token_ids,
-                    pad_token_id=self.pad_token_id,
-                    stop_strings=until or None,
-                    tokenizer=self.tokenizer if until else None,
+        todo.sort(key=lambda j: (j.until, j.max_new, -j.seconds, -len(j.prompt)))
+        failures: list[str] = []
+        self._succeeded = False
+        progress = tqdm(total=len(todo), disable=disable_tqdm, desc="aqua-audiolm")
+        start_time = time.perf_counter()
+        try:
+            for batch in _batches(todo, self.batch_size):
+                for job, reply in self._run_batch(batch, failures):
+                    replies[job.index] = reply
+                progress.update(len(batch))
+        except BaseException:
+            if self.journal is not None:
+                logger.error(
+                    "aqua-audiolm: stopped; %d replies of this run are kept in %s: run the "
+                    "same command again to continue from them",
+                    sum(r is not None for r in replies),
+                    self.journal.folder,
                 )
-            new_tokens = output[:, inputs["input_ids"].shape[1] :]
-            texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-            for job, text in zip(batch, texts, strict=True):
-                replies[job[0]] = cut_at_stop(text, until)
-            progress.update(len(batch))
-        progress.close()
-        return replies
+            raise
+        finally:
+            progress.close()
+        seconds = time.perf_counter() - start_time
+        if failures:
+            logger.warning(
+                "aqua-audiolm: %d item(s) failed and are scored as unparsed errors: %s",
+                len(failures),
+                "; ".join(failures[:10]),
+            )
+        self._record_run(
+            {
+                "items": len(jobs),
+                "generated": len(todo) - len(failures),
+                "reused": reused,
+                "failed": len(failures),
+                "generation_seconds": seconds,
+                **report.counts(),
+            }
+        )
+        return [r if r is not None else "" for r in replies]
+
+    def _run_batch(self, batch: list[_Job], failures: list[str]) -> list[tuple[_Job, str]]:
+        """Replies for one batch, stored as soon as made; a failing item gets a failed reply."""
+        import torch
+
+        try:
+            texts = self._generate([job.prompt for job in batch], batch)
+        except torch.OutOfMemoryError:
+            if len(batch) == 1:
+                raise
+            # Halve the batch and go on; the replies already made are on disk either way.
+            logger.warning("aqua-audiolm: out of memory at batch %d; halving it", len(batch))
+            self._release_memory()
+            half = len(batch) // 2
+            return self._run_batch(batch[:half], failures) + self._run_batch(batch[half:], failures)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as error:
+            if len(batch) > 1:
+                # Find the item(s) at fault: every other item still gets its real reply.
+                done: list[tuple[_Job, str]] = []
+                for job in batch:
+                    done += self._run_batch([job], failures)
+                return done
+            (job,) = batch
+            message = f"{type(error).__name__}: {error}"
+            failures.append(f"{job.request.task_name} doc {job.request.doc_id}: {message}")
+            logger.debug("aqua-audiolm: generation failed", exc_info=True)
+            if not self._succeeded and len(failures) >= MAX_FAILURES:
+                raise RuntimeError(
+                    f"aqua-audiolm: the first {len(failures)} items all failed, stopping "
+                    f"(last: {message})"
+                ) from error
+            return [(job, failed_reply(message))]
+        done = list(zip(batch, texts, strict=True))
+        if self.journal is not None:
+            self.journal.put((job.key, text) for job, text in done)
+        for job, text in done:
+            # lm-eval's --use_cache: its store gets each reply as it is produced.
+            self.cache_hook.add_partial("generate_until", job.request.args, text)
+        self._succeeded = True
+        return done
+
+    def _generate(self, prompts: list[str], batch: list[_Job]) -> list[str]:
+        import torch
+
+        until, max_new = list(batch[0].until), batch[0].max_new
+        inputs = self.encode(prompts, [job.audio for job in batch])
+        with torch.inference_mode():
+            output = self.model.generate(
+                **inputs,
+                max_new_tokens=max_new,
+                do_sample=False,
+                eos_token_id=self.eos_token_ids,
+                pad_token_id=self.pad_token_id,
+                stop_strings=until or None,
+                tokenizer=self.tokenizer if until else None,
+            )
+        new_tokens = output[:, inputs["input_ids"].shape[1] :]
+        texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        return [cut_at_stop(text, until) for text in texts]
+
+    def _release_memory(self) -> None:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+    def _record_run(self, counts: dict[str, Any]) -> None:
+        """Add this call's counts, time and peak memory to the run's record (all ranks)."""
+        mine = {**counts, "peak_memory_mb": peak_memory_mb(self._device)}
+        ranks = self._collective.all_objects(mine) if self._collective is not None else [mine]
+        info = self.run_info
+        for key in ("items", "generated", "reused", "failed", *CLIP_COUNT_KEYS):
+            info[key] = info.get(key, 0) + sum(r[key] for r in ranks)
+        # Ranks run side by side: the run took as long as its slowest rank.
+        info["generation_seconds"] = info.get("generation_seconds", 0.0) + max(
+            r["generation_seconds"] for r in ranks
+        )
+        info["items_per_second"] = (
+            info["generated"] / info["generation_seconds"] if info["generation_seconds"] else None
+        )
+        info["peak_memory_mb"] = [r["peak_memory_mb"] for r in ranks]
+
+    def get_model_info(self) -> dict[str, Any]:
+        """What lm-eval adds to the results' `config`: filled in as generation runs."""
+        # lm-eval asks before any request is run and writes the results file at the end:
+        # handing over this very dict lets the throughput measured meanwhile reach the file.
+        return {"aqua_audiolm": self.run_info}
+
+    def set_cache_hook(self, cache_hook: Any) -> None:
+        """lm-eval's --use_cache: make its keys accept audio, then keep its hook."""
+        install_audio_cache_keys()
+        super().set_cache_hook(cache_hook)
+
+    def all_gather(self, tensor: Any) -> Any:
+        """All ranks' tensors (lm-eval pads ranks to equal request counts with it)."""
+        return tensor if self._collective is None else self._collective.all_gather(tensor)
+
+    def gather_object(self, obj: Any, dst: int = 0) -> list[Any] | None:
+        """Every rank's object on `dst` (how lm-eval collects per-item results on rank 0)."""
+        if self._collective is None:
+            return [obj]
+        return self._collective.gather_object(obj, dst)
+
+    def barrier(self) -> None:
+        """Wait for all ranks."""
+        if self._collective is not None:
+            self._collective.barrier()
 
     def loglikelihood(self, requests: list[Instance], disable_tqdm: bool = False) -> list:
         """Not supported: audio LMs are evaluated generatively here."""

@@ -13,11 +13,16 @@ import pytest
 import soundfile as sf
 from lm_eval.api.instance import Instance
 
-from aqua_tasks.audio import LazyAudio
-from aqua_tasks.audio_lm import AudioLM, chat_content, cut_at_stop, mono_waveform
+from aqua_tasks.audio import AudioFileError, LazyAudio
+from aqua_tasks.audio_lm import AudioLM, chat_content, cut_at_stop, model_revision, mono_waveform
+from aqua_tasks.clip_checks import ClipCheckError
 from aqua_tasks.data import load_items
+from aqua_tasks.data_parallel import parse_max_memory
+from aqua_tasks.docs import doc_to_item
+from aqua_tasks.generation_failure import failed_reply
 from aqua_tasks.lm_eval_task import build_docs, doc_to_audio, doc_to_text
-from aqua_tasks.scoring import ALL_METRICS
+from aqua_tasks.reply_journal import ReplyJournal
+from aqua_tasks.scoring import ALL_METRICS, score_reply
 from aqua_tasks.tiny_audio_lm import build_tiny_audio_lm
 
 pytestmark = pytest.mark.slow
@@ -31,6 +36,18 @@ REAL = {
 }
 
 
+@pytest.fixture(scope="module", autouse=True)
+def journal_home(tmp_path_factory):
+    """Reply journals of models built with the default reply_cache go here, not to ~/.cache."""
+    previous = os.environ.get("AQUA_CACHE_DIR")
+    os.environ["AQUA_CACHE_DIR"] = str(tmp_path_factory.mktemp("aqua_cache"))
+    yield
+    if previous is None:
+        del os.environ["AQUA_CACHE_DIR"]
+    else:
+        os.environ["AQUA_CACHE_DIR"] = previous
+
+
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory) -> Path:
     return build_tiny_audio_lm(tmp_path_factory.mktemp("tiny_qwen2_audio"))
@@ -38,7 +55,8 @@ def tiny_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def lm(tiny_dir) -> AudioLM:
-    return AudioLM(pretrained=str(tiny_dir), device="cpu", max_gen_toks=6)
+    # No reply journal: these tests compare fresh generations with each other.
+    return AudioLM(pretrained=str(tiny_dir), device="cpu", max_gen_toks=6, reply_cache="off")
 
 
 def real_sample_ids(released_dir: Path) -> dict[str, list[int]]:
@@ -71,9 +89,15 @@ def requests(released_dir, released_audio_root) -> list[Instance]:
     ]
 
 
-def test_batched_greedy_replies_equal_one_at_a_time_in_request_order(lm, requests):
+@pytest.fixture(scope="module")
+def one_at_a_time(lm, requests) -> list[str]:
+    """Every request's reply generated alone: the reference the other runs must equal."""
     lm.batch_size = 1
-    single = lm.generate_until(requests, disable_tqdm=True)
+    return lm.generate_until(requests, disable_tqdm=True)
+
+
+def test_batched_greedy_replies_equal_one_at_a_time_in_request_order(lm, requests, one_at_a_time):
+    single = one_at_a_time
     lm.batch_size = 4
     batched = lm.generate_until(requests, disable_tqdm=True)
     assert batched == single
@@ -179,53 +203,443 @@ def test_model_args_win_over_the_cli_defaults_lm_eval_always_sends(tiny_dir):
     assert lm.batch_size == 3 and str(lm.device) == "cpu"
 
 
-def test_hf_audiolm_qwen_runs_our_model_end_to_end_through_aqua_eval(
-    tmp_path, tiny_dir, released_dir, released_audio_root
-):
+def eval_command(tiny_dir: Path, samples: dict, metadata: dict, out: Path) -> list[str]:
+    """The aqua-eval arguments every end-to-end run here shares."""
+    return [
+        str(BIN / "aqua-eval"),
+        "--model",
+        "hf-audiolm-qwen",
+        "--model_args",
+        f"pretrained={tiny_dir},batch_size=2,max_gen_toks=8,device=cpu",
+        "--tasks",
+        ",".join(samples),
+        "--samples",
+        json.dumps(samples),
+        "--metadata",
+        json.dumps(metadata),
+        "--log_samples",
+        "--output_path",
+        str(out),
+    ]
+
+
+def run_env(cache_dir: Path) -> dict[str, str]:
+    """Offline, with the reply journal under `cache_dir` (never the user's cache)."""
+    return {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "AQUA_CACHE_DIR": str(cache_dir),
+    }
+
+
+def logged_replies(out: Path, tasks) -> dict[tuple[str, int], str]:
+    """Per-item replies of a --log_samples run, by task and doc id."""
+    replies = {}
+    for task in tasks:
+        log = next(out.rglob(f"samples_{task}_*.jsonl")).read_text()
+        for line in log.splitlines():
+            sample = json.loads(line)
+            (reply,) = sample["resps"][0]
+            replies[(task, sample["doc_id"])] = reply
+    return replies
+
+
+def task_metrics(results: dict) -> dict:
+    """Every task's metric values (the part of the results two runs must share)."""
+    return {
+        task: {k: v for k, v in row.items() if "," in k} for task, row in results["results"].items()
+    }
+
+
+@pytest.fixture(scope="module")
+def single_process_run(tmp_path_factory, tiny_dir, released_dir, released_audio_root):
+    """One aqua-eval run in one process (with lm-eval's --use_cache): the reference run."""
+    out = tmp_path_factory.mktemp("one_process")
     samples = real_sample_ids(released_dir)
     samples["aqua_animal"] = sorted({*samples["aqua_animal"], 8, 9, 10, 11})
     metadata = {"data_dir": str(released_dir), "audio_root": str(released_audio_root)}
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    command = eval_command(tiny_dir, samples, metadata, out / "results")
     proc = subprocess.run(
-        [
-            str(BIN / "aqua-eval"),
-            "--model",
-            "hf-audiolm-qwen",
-            "--model_args",
-            f"pretrained={tiny_dir},batch_size=2,max_gen_toks=8,device=cpu",
-            "--tasks",
-            ",".join(samples),
-            "--samples",
-            json.dumps(samples),
-            "--metadata",
-            json.dumps(metadata),
-            "--log_samples",
-            "--output_path",
-            str(tmp_path),
-        ],
+        [*command, "--use_cache", str(out / "lm_cache" / "run")],
         capture_output=True,
         text=True,
         timeout=600,
-        env=env,
+        env=run_env(out / "journal"),
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
+    return {
+        "out": out,
+        "proc": proc,
+        "samples": samples,
+        "metadata": metadata,
+        "results": json.loads(sorted(out.rglob("results_*.json"))[-1].read_text()),
+    }
+
+
+def test_hf_audiolm_qwen_runs_our_model_end_to_end_through_aqua_eval(single_process_run):
+    proc, samples, results = (single_process_run[k] for k in ("proc", "samples", "results"))
+    out = single_process_run["out"]
     notices = [line for line in proc.stderr.splitlines() if "runs aqua-audiolm" in line]
     assert len(notices) == 1 and "hf-audiolm-qwen is broken" in notices[0]
-    results = json.loads(sorted(tmp_path.rglob("results_*.json"))[-1].read_text())
     assert results["config"]["model"] == "aqua-audiolm"
     for task, ids in samples.items():
         metrics = {k.split(",")[0] for k in results["results"][task] if "," in k}
         assert set(ALL_METRICS) <= metrics
         assert results["results"][task]["n_items,none"] == len(ids)
-        log = next(tmp_path.rglob(f"samples_{task}_*.jsonl")).read_text()
-        logged = [json.loads(line) for line in log.splitlines()]
-        assert sorted(s["doc_id"] for s in logged) == sorted(ids)
-        for sample in logged:
-            (reply,) = sample["resps"][0]
-            assert isinstance(reply, str)
+    replies = logged_replies(out, samples)
+    assert sorted(replies) == sorted((t, i) for t, ids in samples.items() for i in ids)
+    assert all(isinstance(r, str) for r in replies.values())
     assert "AQUA-Bench (paper layout, %)" in proc.stdout
+    # The run's record: model, devices, throughput and memory in the results, not per doc.
+    record = results["config"]["aqua_audiolm"]
+    n = sum(len(ids) for ids in samples.values())
+    assert record["model_revision"] == str(Path(results["config"]["model_args"]["pretrained"]))
+    assert record["devices"] == ["cpu"] and record["dtype"] == "float32"
+    assert (record["items"], record["generated"], record["reused"], record["failed"]) == (
+        n,
+        n,
+        0,
+        0,
+    )
+    assert record["items_per_second"] > 0 and record["peak_memory_mb"][0]["cpu_rss"] > 100
+    for task in samples:
+        manifest = results["configs"][task]["metadata"]["aqua_manifest"]
+        assert not {"items_per_second", "peak_memory_mb", "model_revision"} & set(manifest)
+    # lm-eval's --use_cache works with audio requests: every reply is in its store.
+    from sqlitedict import SqliteDict
+
+    with SqliteDict(str(out / "lm_cache" / "run_rank0.db")) as store:
+        assert sorted(store.values()) == sorted(replies.values())
+    # The reply journal holds each reply too (one line per request).
+    (journal,) = (out / "journal").rglob("replies-rank0.jsonl")
+    assert len(journal.read_text().splitlines()) == n
+
+
+def test_two_data_parallel_processes_give_the_same_replies_and_metrics_as_one(
+    single_process_run, tiny_dir, tmp_path
+):
+    samples, metadata = single_process_run["samples"], single_process_run["metadata"]
+    command = eval_command(tiny_dir, samples, metadata, tmp_path / "results")
+    launch = [
+        str(BIN / "accelerate"),
+        "launch",
+        "--multi_gpu",  # the multi-process launcher; ACCELERATE_USE_CPU makes it gloo on CPU
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        str(29500 + os.getpid() % 1000),
+    ]
+    env = {**run_env(tmp_path / "journal"), "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([*launch, *command], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    (results_file,) = (tmp_path / "results").rglob("results_*.json")  # rank 0 writes alone
+    results = json.loads(results_file.read_text())
+    assert task_metrics(results) == task_metrics(single_process_run["results"])
+    assert logged_replies(tmp_path / "results", samples) == logged_replies(
+        single_process_run["out"], samples
+    )
+    record = results["config"]["aqua_audiolm"]
+    n = sum(len(ids) for ids in samples.values())
+    # lm-eval pads the smaller rank with a copy of its last request: items count them all.
+    assert record["world_size"] == 2 and record["generated"] >= n and record["reused"] == 0
+    assert len(record["peak_memory_mb"]) == 2
+    # Each rank journals what it generated.
+    assert len(list((tmp_path / "journal").rglob("replies-rank*.jsonl"))) == 2
 
 
 def test_a_boolean_model_arg_that_is_not_a_boolean_is_refused_naming_it():
     with pytest.raises(ValueError, match="trust_remote_code='maybe': expected true/false"):
         AudioLM(pretrained="any-model", device="cpu", trust_remote_code="maybe")
+
+
+def write_wave(path: Path, wave: np.ndarray, rate: int = 16000) -> LazyAudio:
+    """A WAV file (float samples) wrapped as the lazily decoded audio tasks pass."""
+    sf.write(path, wave.astype(np.float32), rate, subtype="FLOAT")
+    return LazyAudio(path)
+
+
+def audio_request(audio, n: int = 0, max_gen_toks: int = 4) -> Instance:
+    """A generate_until request for one clip."""
+    gen_kwargs = {"until": [], "max_gen_toks": max_gen_toks}
+    return Instance(
+        "generate_until", {}, ("<audio>\nQ?", gen_kwargs, {"audio": [audio]}), 0, ("t", n, 1)
+    )
+
+
+def test_bad_clips_are_refused_before_any_generation_naming_each_file(lm, tmp_path, monkeypatch):
+    tone = 0.1 * np.sin(np.arange(16000) / 5)
+    nan = tone.copy()
+    nan[100] = np.nan
+    clips = {
+        "ok.wav": tone,
+        "short_960.wav": tone[:960],  # crashes inside transformers when run
+        "nan.wav": nan,
+        "ok_961.wav": tone[:961],
+    }
+    requests = [
+        audio_request(write_wave(tmp_path / n, w), i) for i, (n, w) in enumerate(clips.items())
+    ]
+    calls = []
+    monkeypatch.setattr(lm.model, "generate", lambda **kw: calls.append(kw))
+    with pytest.raises(ClipCheckError) as refused:
+        lm.generate_until(requests, disable_tqdm=True)
+    message = str(refused.value)
+    # An AudioFileError: aqua-eval reports it in one line, as it does a missing clip.
+    assert isinstance(refused.value, AudioFileError)
+    assert message.startswith("2 clip(s) cannot be run, nothing was generated")
+    assert f"{tmp_path / 'short_960.wav'}: 60.0 ms long" in message and "60.1 ms" in message
+    assert f"{tmp_path / 'nan.wav'}: holds NaN or infinite samples" in message
+    assert "ok.wav" not in message and "ok_961.wav" not in message
+    assert "aqua-audio prepare" in message and calls == []
+    stereo = {"array": np.zeros((2, 16000)), "sampling_rate": 16000}
+    with pytest.raises(ClipCheckError, match=r"mono \(1-D\), got shape \(2, 16000\)"):
+        lm.generate_until([audio_request(stereo)], disable_tqdm=True)
+
+
+def test_silent_and_over_long_clips_run_and_are_counted(tiny_dir, tmp_path):
+    lm = AudioLM(pretrained=str(tiny_dir), device="cpu", reply_cache="off")
+    silent = write_wave(tmp_path / "silent.wav", np.zeros(8000))
+    long = write_wave(tmp_path / "long.wav", 0.1 * np.sin(np.arange(31 * 8000) / 3), 8000)
+    replies = lm.generate_until(
+        [audio_request(silent, 0), audio_request(long, 1), audio_request(silent, 2)],
+        disable_tqdm=True,
+    )
+    assert len(replies) == 3 and replies[0] == replies[2]
+    record = lm.run_info
+    assert (record["clips_checked"], record["clips_silent"], record["clips_over_window"]) == (
+        2,
+        1,
+        1,
+    )
+    assert (record["items"], record["generated"], record["failed"]) == (3, 3, 0)
+
+
+KILLED_AFTER_TWO_BATCHES = """
+import os, signal, sys
+from aqua_tasks.audio import AudioFileError, LazyAudio
+from aqua_tasks.audio_lm import AudioLM
+from lm_eval.api.instance import Instance
+
+model, journal, *clips = sys.argv[1:]
+lm = AudioLM(pretrained=model, device="cpu", max_gen_toks=6, batch_size=2, reply_cache=journal)
+real, done = lm._generate, []
+
+def generate(prompts, batch):
+    if len(done) == 2:
+        os.kill(os.getpid(), signal.SIGKILL)  # no clean-up of any kind
+    done.append(1)
+    return real(prompts, batch)
+
+lm._generate = generate
+requests = [
+    Instance("generate_until", {}, ("<audio>\\nQ?", {"until": []}, {"audio": [LazyAudio(c)]}), 0,
+             ("t", n, 1))
+    for n, c in enumerate(clips)
+]
+lm.generate_until(requests, disable_tqdm=True)
+"""
+
+
+def test_a_killed_then_interrupted_run_continues_from_its_journal_like_an_uninterrupted_one(
+    lm, tiny_dir, tmp_path, monkeypatch
+):
+    rng = np.random.default_rng(1)
+    clips = []
+    for n, rate in enumerate([16000, 22050, 44100, 16000, 32000, 16000, 22050]):
+        wave = 0.2 * np.sin(np.arange(int(rate * (0.2 + 0.1 * n))) * rng.uniform(0.01, 0.2))
+        clips.append(write_wave(tmp_path / f"clip{n}.wav", wave, rate))
+    requests = [
+        Instance(
+            "generate_until", {}, ("<audio>\nQ?", {"until": []}, {"audio": [c]}), 0, ("t", n, 1)
+        )
+        for n, c in enumerate(clips)
+    ]
+    lm.batch_size = 2
+    uninterrupted = lm.generate_until(requests, disable_tqdm=True)
+    journal_dir = tmp_path / "journal"
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_AFTER_TWO_BATCHES, str(tiny_dir), str(journal_dir)]
+        + [c.path for c in clips],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    (journal,) = journal_dir.rglob("replies-rank0.jsonl")
+    assert len(journal.read_text().splitlines()) == 4
+
+    def model_with_journal(stop_after: int | None):
+        again = AudioLM(
+            pretrained=str(tiny_dir),
+            device="cpu",
+            max_gen_toks=6,
+            batch_size=2,
+            reply_cache=str(journal_dir),
+        )
+        real, generated = again._generate, []
+
+        def generate(prompts, batch):
+            if stop_after is not None and len(generated) >= stop_after:
+                raise KeyboardInterrupt  # what Ctrl-C raises mid-run
+            generated.extend(prompts)
+            return real(prompts, batch)
+
+        monkeypatch.setattr(again, "_generate", generate)
+        return again, generated
+
+    # The same command again: stopped by Ctrl-C after one more batch...
+    second, generated = model_with_journal(stop_after=2)
+    with pytest.raises(KeyboardInterrupt):
+        second.generate_until(requests, disable_tqdm=True)
+    assert len(generated) == 2
+    # ...and once more: only the last request is generated; the replies are the same.
+    third, generated = model_with_journal(stop_after=None)
+    assert third.generate_until(requests, disable_tqdm=True) == uninterrupted
+    assert len(generated) == 1
+    assert (third.run_info["reused"], third.run_info["generated"]) == (6, 1)
+
+
+def test_journal_ignores_a_line_cut_by_a_kill_and_appends_after_it(tmp_path):
+    setting = {"model": "m"}
+    journal = ReplyJournal(tmp_path, setting)
+    journal.put([("a", "reply a")])
+    journal.close()
+    with journal.path.open("a") as handle:
+        handle.write('{"key": "b", "rep')  # SIGKILL in the middle of a write
+    again = ReplyJournal(tmp_path, setting)
+    assert again.replies == {"a": "reply a"} and again.torn == 1
+    again.put([("c", "reply c")])
+    again.close()
+    assert ReplyJournal(tmp_path, setting).replies == {"a": "reply a", "c": "reply c"}
+    # Another model setting never sees these replies.
+    assert ReplyJournal(tmp_path, {"model": "other"}).replies == {}
+
+
+def test_a_failing_item_gets_a_failed_reply_and_the_others_their_own(
+    lm, requests, one_at_a_time, monkeypatch
+):
+    requests, reference = requests[:5], one_at_a_time[:5]
+    lm.batch_size = 4
+    real = lm.encode
+    bad = lm.prompt(requests[3].args[0], 1)
+
+    def encode(prompts, clips):
+        if bad in prompts:
+            raise ValueError("feature extractor rejected the clip")
+        return real(prompts, clips)
+
+    monkeypatch.setattr(lm, "encode", encode)
+    replies = lm.generate_until(requests, disable_tqdm=True)
+    assert replies[3] == failed_reply("ValueError: feature extractor rejected the clip")
+    assert replies[:3] + replies[4:] == reference[:3] + reference[4:]
+    assert lm.run_info["failed"] >= 1
+    verdict = score_reply(doc_to_item(requests[3].doc), replies[3])
+    assert not verdict.parsed and verdict.reason.startswith("error: ValueError")
+
+
+def test_out_of_memory_halves_the_batch_and_the_replies_stay_the_same(
+    lm, requests, one_at_a_time, monkeypatch
+):
+    import torch
+
+    requests, reference = requests[:4], one_at_a_time[:4]
+    lm.batch_size = 4
+    real = lm._generate
+    sizes = []
+
+    def small_memory(prompts, batch):
+        sizes.append(len(prompts))
+        if len(prompts) > 1:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        return real(prompts, batch)
+
+    monkeypatch.setattr(lm, "_generate", small_memory)
+    assert lm.generate_until(requests, disable_tqdm=True) == reference
+    assert sizes[:3] == [4, 2, 1]
+
+
+def test_a_run_whose_first_items_all_fail_stops(lm, requests, monkeypatch):
+    def broken(prompts, batch):
+        raise RuntimeError("device-side assert")
+
+    monkeypatch.setattr(lm, "_generate", broken)
+    monkeypatch.setattr("aqua_tasks.audio_lm.MAX_FAILURES", 3)
+    with pytest.raises(RuntimeError, match="first 3 items all failed"):
+        lm.generate_until(requests, disable_tqdm=True)
+
+
+def test_lm_eval_use_cache_keys_audio_by_content_and_returns_stored_replies(
+    lm, requests, tmp_path, monkeypatch
+):
+    from lm_eval.api.model import CachingLM, hash_args
+
+    requests = requests[:3]
+    lm.batch_size = 4
+    cached = CachingLM(lm, str(tmp_path / "cache.db"))
+    replies = cached.generate_until(requests)
+    pairs = zip(requests, replies, strict=True)
+    keys = {hash_args("generate_until", r.args): reply for r, reply in pairs}
+    assert dict(cached.dbdict.items()) == keys
+    # The same clip copied elsewhere gives the same key; other audio another.
+    clip = requests[0].args[2]["audio"][0]
+    copy = tmp_path / "copy.wav"
+    copy.write_bytes(Path(clip.path).read_bytes())
+    moved = (requests[0].args[0], requests[0].args[1], {"audio": [LazyAudio(copy)]})
+    assert hash_args("generate_until", moved) in keys
+    other = (requests[0].args[0], requests[0].args[1], requests[2].args[2])
+    assert hash_args("generate_until", other) != hash_args("generate_until", requests[0].args)
+
+    monkeypatch.setattr(lm, "_generate", lambda *a: pytest.fail("generated despite the cache"))
+    again = CachingLM(lm, str(tmp_path / "cache.db"))
+    assert again.generate_until(requests) == replies
+
+
+def test_device_map_and_max_memory_reach_the_loader(tiny_dir, requests, monkeypatch):
+    import transformers
+
+    cls = transformers.Qwen2AudioForConditionalGeneration
+    real = cls.from_pretrained.__func__
+    seen = []
+
+    def spy(klass, *args, **kwargs):
+        seen.append({k: kwargs.get(k) for k in ("device_map", "max_memory")})
+        return real(klass, *args, **kwargs)
+
+    monkeypatch.setattr(cls, "from_pretrained", classmethod(spy))
+    lm = AudioLM(
+        pretrained=str(tiny_dir),
+        device_map="auto",
+        max_memory="cpu:2GiB",
+        max_gen_toks=3,
+        reply_cache="off",
+    )
+    # transformers turns "2GiB" into bytes in the very dict it was given.
+    assert seen[0] == {"device_map": "auto", "max_memory": {"cpu": 2 * 2**30}}
+    assert lm.run_info["devices"] == ["cpu"]
+    assert len(lm.generate_until(requests[:2], disable_tqdm=True)) == 2
+    assert parse_max_memory("0:20GiB;1:18GiB;cpu:64GiB") == {0: "20GiB", 1: "18GiB", "cpu": "64GiB"}
+    with pytest.raises(ValueError, match="DEVICE:AMOUNT pairs joined by ';'"):
+        parse_max_memory("20GiB")
+    with pytest.raises(ValueError, match=r"max_memory=\.\.\. needs device_map"):
+        AudioLM(pretrained=str(tiny_dir), max_memory="cpu:2GiB")
+
+
+def test_revision_recorded_is_the_hub_commit_or_the_local_folder(tiny_dir, tmp_path):
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "models--org--tiny-audio"
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_bytes((tiny_dir / "config.json").read_bytes())
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    # A model fetched from the Hub earlier, read from the cache (offline).
+    assert model_revision("org/tiny-audio", None, cache_dir=str(tmp_path)) == commit
+    assert model_revision("org/tiny-audio", "main", cache_dir=str(tmp_path)) == commit
+    assert model_revision(str(tiny_dir), None) == str(tiny_dir.resolve())
