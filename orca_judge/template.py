@@ -82,13 +82,16 @@ def encode(
     item: Mapping[str, Any],
     *,
     template: str,
-    max_tokens: int,
+    max_tokens: int | None,
     add_special_tokens: bool,
     use_question: bool = True,
     use_rationale: bool = True,
     use_transcript: bool = False,
 ) -> Encoded:
-    """Tokenise an item, shortening context fields (never the candidate) to fit max_tokens."""
+    """Tokenise an item, shortening context fields (never the candidate) to fit max_tokens.
+
+    max_tokens None keeps every token.
+    """
     opts = {
         "use_question": use_question,
         "use_rationale": use_rationale,
@@ -104,7 +107,7 @@ def encode(
         return tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"]
 
     ids = ids_of(work)
-    if len(ids) <= max_tokens:
+    if max_tokens is None or len(ids) <= max_tokens:
         return Encoded(ids, False)
     for name in _TRUNCATION_ORDER:
         if not work[name]:

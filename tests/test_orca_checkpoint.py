@@ -246,6 +246,7 @@ def test_judge_loading_goes_through_the_one_checkpoint_loader(monkeypatch):
                 "backbone": None,
                 "strict_backbone": False,
                 "merge": True,
+                "overrides": {},
             },
         )
     ]
