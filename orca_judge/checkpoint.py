@@ -672,6 +672,9 @@ def _apply_overrides(ckpt: CheckpointContents, overrides: Mapping[str, Any]) -> 
         )
     if overrides:
         ckpt.config = ckpt.config.replace(**overrides)
+    flags = [k for k in ("use_question", "use_rationale", "use_transcript") if k in overrides]
+    if flags:
+        ckpt.input_settings += f"; {', '.join(flags)} given when loading"
 
 
 def _check_head(ckpt: CheckpointContents, model: OrcaModel, where: Any) -> None:

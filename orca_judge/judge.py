@@ -145,6 +145,24 @@ class OrcaJudge:
         """Longest input in tokens: the config's max_tokens, else the backbone's context."""
         return token_limit(self.config, self.model.backbone.config)
 
+    def describe(self) -> dict[str, Any]:
+        """How this judge reads items and clamps its means, and where each setting came from."""
+        cfg = self.config
+        return {
+            "inputs": {
+                "question": cfg.use_question,
+                "rationale": cfg.use_rationale,
+                "transcript": cfg.use_transcript,
+            },
+            "input_settings": self.input_settings,
+            "token_limit": self.token_limit,
+            "token_limit_source": "max_tokens"
+            if cfg.max_tokens is not None
+            else "the backbone's context length",
+            "clamp_threshold": self.clamp.threshold,
+            "clamp_reason": self.clamp.reason,
+        }
+
     def fingerprint(self) -> str:
         """Identity of this judge's trained parts: what scores with it are comparable by.
 
