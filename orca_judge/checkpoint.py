@@ -463,6 +463,9 @@ def _input_flags(args: Mapping[str, Any], where: Path | None) -> dict[str, bool]
         if not isinstance(value, bool):
             raise CheckpointError(f"{where}: field {key!r} must be true or false, got {value!r}")
         flags[name] = value != inverted
+    # The reference puts the transcript inside the rationale's context block, so skipping the
+    # rationale drops the transcript too.
+    flags["use_transcript"] = flags["use_transcript"] and flags["use_rationale"]
     return flags
 
 

@@ -165,12 +165,19 @@ def test_reference_trainer_settings_come_from_args_yaml_else_the_defaults(tmp_pa
         True,
         False,
     )
-    args = {"skip_rationale": True, "skip_question": False, "add_transcript": True, "lr": 1e-4}
+    args = {"skip_rationale": False, "skip_question": True, "add_transcript": True, "lr": 1e-4}
     root = _layout_only(tmp_path / "run" / "best", args=args, args_at=tmp_path / "run")
     run_best = read_checkpoint(root)
-    assert _flags(run_best) == (True, False, True)
+    assert _flags(run_best) == (False, True, True)
     at_root = read_checkpoint(_layout_only(tmp_path / "root", args={"skip_question": True}))
     assert _flags(at_root) == (False, True, False)
+    # The reference's transcript sits inside the context block it skips with the rationale.
+    both = {"skip_rationale": True, "add_transcript": True}
+    assert _flags(read_checkpoint(_layout_only(tmp_path / "both", args=both))) == (
+        True,
+        False,
+        False,
+    )
     assert plain.input_settings == "defaults (no args.yaml)"
     assert run_best.input_settings == str(tmp_path / "run" / "args.yaml")
     bad = _layout_only(tmp_path / "bad", args={"skip_question": "yes"})
@@ -307,3 +314,9 @@ def test_orca_train_builds_a_trainable_judge_on_a_multimodal_gemma3_backbone():
     }
     assert "head.weight" in grads and any("language_model" in n for n in grads)
     assert all(g is not None and torch.isfinite(g).all() for g in grads.values())
+    # A CLS token trains with the head (orca-train --use-cls-token true).
+    cls_model, _, _ = build_model(tiny_config(use_cls_token=True), torch.device("cpu"))
+    start = cls_model.cls_token.detach().clone()
+    assert start.abs().sum() > 0  # N(0, 1) like the reference, not zeros
+    cls_model(ids, mask).logsumexp(-1).sum().backward()
+    assert cls_model.cls_token.grad is not None and cls_model.cls_token.grad.abs().sum() > 0
