@@ -14,7 +14,9 @@ Native layout (written by `write_checkpoint`)::
     README.md                model card with data attribution
 
 Published layout (read only): tokenizer/, model/config.yaml, model/lm/ (PEFT adapter),
-model/model_minus_lm.pt (state dict with linear.weight / linear.bias).
+model/model_minus_lm.pt (state dict with linear.weight / linear.bias and, when config.yaml
+says use_cls_token, cls_token), and optionally the reference trainer's args.yaml (at the
+root, or one level up for its run folders best/, latest/, checkpoint_N/).
 """
 
 from __future__ import annotations
@@ -38,7 +40,14 @@ from torch import nn
 from aqua_tasks.devices import resolve_device, resolve_dtype
 
 from .config import OrcaConfig
-from .model import OrcaModel, load_backbone, resolved_pooling, weights_fingerprint
+from .model import (
+    OrcaModel,
+    hidden_size_of,
+    load_backbone,
+    resolved_pooling,
+    weights_fingerprint,
+)
+from .published import ClampChoice, published_clamp
 
 FORMAT = "orca-judge/1"
 CONFIG_FILE = "orca_judge.json"
@@ -48,6 +57,21 @@ TOKENIZER_DIR = "tokenizer"
 METRICS_FILE = "metrics.json"
 CARD_FILE = "README.md"
 TMP_TAG = "tmp-"  # marks the temporary siblings atomic_dir creates, so they can be cleaned up
+ARGS_FILE = "args.yaml"
+# The reference trainer's input flags (in its args.yaml) -> (OrcaConfig field, flag inverted).
+REFERENCE_INPUT_FLAGS = {
+    "skip_question": ("use_question", True),
+    "skip_rationale": ("use_rationale", True),
+    "add_transcript": ("use_transcript", False),
+}
+# OrcaConfig fields a caller may change when loading a checkpoint (how it reads, not what it is).
+LOAD_OVERRIDES = (
+    "use_question",
+    "use_rationale",
+    "use_transcript",
+    "max_tokens",
+    "clamp_threshold",
+)
 PUBLISHED_SCORE_TYPES = {
     "beta": "beta",
     "multinomial": "multinomial",
@@ -101,6 +125,8 @@ class CheckpointContents:
     metrics: dict[str, Any] = field(default_factory=dict)
     layout: str = "native"
     root: Path | None = None
+    recorded_backbones: dict[str, str] = field(default_factory=dict)  # record -> backbone id
+    input_settings: str = "the checkpoint's config"  # where the input flags were read from
 
 
 @dataclass
@@ -113,6 +139,7 @@ class LoadedModel:
     backbone_fingerprint: str
     adapter: tuple[Any, dict[str, torch.Tensor]] | None
     device: torch.device
+    clamp: ClampChoice
 
 
 @contextlib.contextmanager
@@ -284,7 +311,7 @@ def save_model(
     return write_checkpoint(
         target,
         config=config,
-        head=model.head.state_dict(),
+        head=model.head_state(),
         adapter_config=lora,
         adapter_state=state,
         tokenizer=tokenizer,
@@ -405,31 +432,106 @@ def _read_native(root: Path, backbone: str | None) -> CheckpointContents:
     )
 
 
+def _reference_args(root: Path) -> tuple[dict[str, Any], Path | None]:
+    """The reference trainer's args.yaml for a checkpoint (root, or its run folder), if any."""
+    candidates = [root / ARGS_FILE]
+    if root.name in ("best", "latest") or re.fullmatch(r"checkpoint_\d+", root.name):
+        candidates.append(root.parent / ARGS_FILE)
+    import yaml
+
+    for path in candidates:
+        if not path.is_file():
+            continue
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError) as err:
+            reason = " ".join(str(err).split())
+            raise CheckpointError(f"{path}: unreadable trainer settings ({reason})") from None
+        if not isinstance(data, Mapping):
+            raise CheckpointError(f"{path}: expected a mapping of trainer settings")
+        return dict(data), path
+    return {}, None
+
+
+def _input_flags(args: Mapping[str, Any], where: Path | None) -> dict[str, bool]:
+    """OrcaConfig input flags from the reference trainer's settings (defaults when absent)."""
+    flags = {}
+    for key, (name, inverted) in REFERENCE_INPUT_FLAGS.items():
+        value = args.get(key, False)
+        if value is None:
+            value = False
+        if not isinstance(value, bool):
+            raise CheckpointError(f"{where}: field {key!r} must be true or false, got {value!r}")
+        flags[name] = value != inverted
+    # The reference puts the transcript inside the rationale's context block, so skipping the
+    # rationale drops the transcript too.
+    flags["use_transcript"] = flags["use_transcript"] and flags["use_rationale"]
+    return flags
+
+
+def _published_head(path: Path, likelihood: str, use_cls: bool) -> dict[str, torch.Tensor]:
+    """Head (and CLS token) from model_minus_lm.pt; every tensor in it must be accounted for."""
+    state = read_tensors(path, "head state dict")
+    found: dict[str, torch.Tensor] = {}
+    for key, value in state.items():
+        names = ("linear.weight", "linear.bias", "cls_token")
+        name = next((n for n in names if key.endswith(n)), None)
+        if name is None:
+            raise CheckpointError(
+                f"{path}: unexpected tensor {key!r}; expected linear.weight, linear.bias and "
+                "(with use_cls_token) cls_token"
+            )
+        found[name] = value
+    if "linear.weight" not in found or "linear.bias" not in found:
+        raise CheckpointError(f"{path}: no linear.weight / linear.bias")
+    weight, bias = found["linear.weight"].float(), found["linear.bias"].float()
+    if likelihood == "bernoulli" and weight.shape[0] == 2:
+        # softmax over two logits with p = first equals sigmoid(z0 - z1)
+        weight, bias = (weight[0] - weight[1])[None], (bias[0] - bias[1])[None]
+    head = {"weight": weight, "bias": bias}
+    if use_cls and "cls_token" not in found:
+        raise CheckpointError(f"{path}: config.yaml sets use_cls_token but there is no cls_token")
+    if use_cls:
+        head["cls_token"] = found["cls_token"].float()
+    elif "cls_token" in found:
+        # The reference's own loader ignores it too (use_cls_token decides).
+        warnings.warn(
+            f"{path}: holds a cls_token but config.yaml does not set use_cls_token; it is not used",
+            stacklevel=4,
+        )
+    return head
+
+
 def _read_published(root: Path, backbone: str | None) -> CheckpointContents:
     import yaml
 
     model_dir = root / "model"
     settings = yaml.safe_load((model_dir / "config.yaml").read_text()) or {}
+    if not isinstance(settings, Mapping):
+        raise CheckpointError(f"{model_dir / 'config.yaml'}: expected a mapping")
     score_type = settings.get("score_type")
     if score_type not in PUBLISHED_SCORE_TYPES:
         raise CheckpointError(
             f"{model_dir / 'config.yaml'}: score_type {score_type!r} is not one of "
             f"{sorted(PUBLISHED_SCORE_TYPES)}"
         )
+    use_cls = settings.get("use_cls_token") or False
+    if not isinstance(use_cls, bool):
+        raise CheckpointError(
+            f"{model_dir / 'config.yaml'}: use_cls_token must be true or false, got {use_cls!r}"
+        )
     likelihood = PUBLISHED_SCORE_TYPES[score_type]
     adapter_dir = model_dir / "lm"
     adapter_cfg = json.loads(
         _require(adapter_dir / "adapter_config.json", "PEFT adapter config").read_text()
     )
-    state = read_tensors(model_dir / "model_minus_lm.pt", "head state dict")
-    weight = next((v for k, v in state.items() if k.endswith("linear.weight")), None)
-    bias = next((v for k, v in state.items() if k.endswith("linear.bias")), None)
-    if weight is None or bias is None:
-        raise CheckpointError(f"{model_dir / 'model_minus_lm.pt'}: no linear.weight / linear.bias")
-    weight, bias = weight.float(), bias.float()
-    if likelihood == "bernoulli" and weight.shape[0] == 2:
-        # softmax over two logits with p = first equals sigmoid(z0 - z1)
-        weight, bias = (weight[0] - weight[1])[None], (bias[0] - bias[1])[None]
+    head = _published_head(model_dir / "model_minus_lm.pt", likelihood, use_cls)
+    args, args_path = _reference_args(root)
+    recorded = {
+        "adapter_config.json base_model_name_or_path": adapter_cfg.get("base_model_name_or_path"),
+        f"{ARGS_FILE} model": args.get("model"),
+    }
+    recorded = {k: v for k, v in recorded.items() if isinstance(v, str) and v}
     config = OrcaConfig(
         backbone=backbone or adapter_cfg.get("base_model_name_or_path") or "",
         likelihood=likelihood,
@@ -437,15 +539,15 @@ def _read_published(root: Path, backbone: str | None) -> CheckpointContents:
         pooling="last",
         lora_r=int(adapter_cfg.get("r", 0)),
         lora_alpha=adapter_cfg.get("lora_alpha"),
-        use_rationale=not settings.get("no_rationale", False),
-        use_question=not settings.get("no_question", False),
-        use_transcript=bool(settings.get("use_transcription", False)),
+        use_cls_token=use_cls,
+        max_tokens=None,
         max_chars=None,
         add_special_tokens=False,
+        **_input_flags(args, args_path),
     )
     return CheckpointContents(
         config=config,
-        head={"weight": weight, "bias": bias},
+        head=head,
         adapter_dir=adapter_dir,
         tokenizer_dir=_require(root / "tokenizer", "tokenizer directory"),
         backbone_fingerprint=None,
@@ -453,13 +555,77 @@ def _read_published(root: Path, backbone: str | None) -> CheckpointContents:
         layout="published",
         metrics={"published_config": settings},
         root=root,
+        recorded_backbones=recorded,
+        input_settings=str(args_path) if args_path else f"defaults (no {ARGS_FILE})",
     )
+
+
+# Spellings of one module's path in different wrappers and transformers versions, all reduced
+# to one form before adapter keys are matched to the backbone's LoRA weights.
+_MODULE_SPELLINGS = (
+    (re.compile(r"^model\."), ""),  # saved on a ...ForCausalLM / ...ForConditionalGeneration
+    (re.compile(r"(^|\.)language_model\.model\."), r"\1language_model."),  # Gemma-3, < 4.52
+    (re.compile(r"(^|\.)vision_tower\.vision_model\."), r"\1vision_tower."),  # SigLIP, < 5.0
+)
+
+
+def canonical_adapter_key(key: str) -> str:
+    """An adapter weight's name with wrapper levels and version-specific spellings removed."""
+    key = key.removeprefix("base_model.model.")
+    for pattern, replacement in _MODULE_SPELLINGS:
+        key = pattern.sub(replacement, key, count=1)
+    return key
+
+
+def _some(keys: set[str] | list[str]) -> str:
+    shown = sorted(keys)[:3]
+    more = f" and {len(keys) - len(shown)} more" if len(keys) > len(shown) else ""
+    return ", ".join(shown) + more
+
+
+def match_adapter_keys(
+    saved: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor], where: Path
+) -> dict[str, torch.Tensor]:
+    """Saved adapter weights under the backbone's names; every key must land, shapes must fit."""
+    by_canonical: dict[str, str] = {}
+    for key in expected:
+        other = by_canonical.setdefault(canonical_adapter_key(key), key)
+        if other != key:
+            raise CheckpointError(f"{where}: backbone LoRA weights {other} and {key} collide")
+    state: dict[str, torch.Tensor] = {}
+    unmatched = []
+    for key, value in saved.items():
+        target = key if key in expected else by_canonical.get(canonical_adapter_key(key))
+        if target is None or target in state:
+            unmatched.append(key)
+        else:
+            state[target] = value
+    if unmatched:
+        raise CheckpointError(
+            f"{where}: {len(unmatched)} adapter weights match no LoRA module of the backbone "
+            f"({_some(unmatched)}); is this the backbone the adapter was trained on?"
+        )
+    missing = set(expected) - set(state)
+    if missing:
+        raise CheckpointError(
+            f"{where}: adapter does not match the backbone; {len(missing)} weights missing "
+            f"({_some(missing)})"
+        )
+    wrong = [k for k in state if tuple(state[k].shape) != tuple(expected[k].shape)]
+    if wrong:
+        k = sorted(wrong)[0]
+        raise CheckpointError(
+            f"{where}: {len(wrong)} adapter weights have the wrong shape, e.g. {k} is "
+            f"{tuple(state[k].shape)}, the backbone needs {tuple(expected[k].shape)}"
+        )
+    return state
 
 
 def load_adapter(backbone: nn.Module, adapter_dir: Path, trainable: bool = False):
     """Attach a saved LoRA adapter, accepting keys saved from a causal-LM wrapper.
 
-    Every adapter weight the model expects must be present, otherwise CheckpointError.
+    Every saved weight must land on a LoRA module of the backbone and every LoRA module
+    must get its weights, otherwise CheckpointError naming the keys.
     Returns (peft_model, lora_config, adapter_state).
     """
     from peft import (
@@ -479,22 +645,59 @@ def load_adapter(backbone: nn.Module, adapter_dir: Path, trainable: bool = False
     for p in backbone.parameters():
         p.requires_grad_(False)
     peft_model = get_peft_model(backbone, lora)
-    expected = set(get_peft_model_state_dict(peft_model))
-    state = {}
-    for key, value in saved.items():
-        # Adapters saved on XForCausalLM carry one extra "model." level.
-        alt = key.replace("base_model.model.model.", "base_model.model.", 1)
-        state[key if key in expected else alt] = value
-    missing = expected - set(state)
-    if missing:
-        raise CheckpointError(
-            f"{weights}: adapter does not match the backbone; "
-            f"{len(missing)} weights missing, e.g. {sorted(missing)[0]}"
-        )
-    set_peft_model_state_dict(peft_model, {k: state[k] for k in expected})
+    state = match_adapter_keys(saved, get_peft_model_state_dict(peft_model), weights)
+    set_peft_model_state_dict(peft_model, state)
     for name, p in peft_model.named_parameters():
         p.requires_grad_(trainable and "lora_" in name)
-    return peft_model, lora, {k: state[k] for k in sorted(expected)}
+    return peft_model, lora, {k: state[k] for k in sorted(state)}
+
+
+def _clamp_choice(
+    ckpt: CheckpointContents, overrides: Mapping[str, Any], backbone_config: Any
+) -> ClampChoice:
+    cfg = ckpt.config
+    if "clamp_threshold" in overrides:
+        how = "off" if not cfg.clamp_threshold else "on"
+        return ClampChoice(cfg.clamp_threshold, f"given when loading (clamping {how})")
+    if ckpt.layout == "published":
+        return published_clamp(ckpt.recorded_backbones, backbone_config, cfg.likelihood, cfg.lora_r)
+    if cfg.clamp_threshold is None:
+        return ClampChoice(None, "the checkpoint records none: means are not clamped")
+    return ClampChoice(cfg.clamp_threshold, "recorded in the checkpoint")
+
+
+def _apply_overrides(ckpt: CheckpointContents, overrides: Mapping[str, Any]) -> None:
+    unknown = sorted(set(overrides) - set(LOAD_OVERRIDES))
+    if unknown:
+        raise ValueError(
+            f"cannot override {', '.join(unknown)} when loading; "
+            f"allowed: {', '.join(LOAD_OVERRIDES)}"
+        )
+    if overrides:
+        ckpt.config = ckpt.config.replace(**overrides)
+    flags = [k for k in ("use_question", "use_rationale", "use_transcript") if k in overrides]
+    if flags:
+        ckpt.input_settings += f"; {', '.join(flags)} given when loading"
+
+
+def _check_head(ckpt: CheckpointContents, model: OrcaModel, where: Any) -> None:
+    cfg = ckpt.config
+    expected = {k: tuple(v.shape) for k, v in model.head_state().items()}
+    got = {k: tuple(v.shape) for k, v in ckpt.head.items()}
+    if got.get("weight") != expected["weight"]:
+        raise CheckpointError(
+            f"{where}: head weight shape {got.get('weight')} does "
+            f"not fit likelihood {cfg.likelihood!r} on this backbone "
+            f"(expected {expected['weight']})"
+        )
+    if got != expected:
+        raise CheckpointError(
+            f"{where}: head tensors {sorted(got)} with shapes {got} do not fit this judge "
+            f"(use_cls_token={cfg.use_cls_token}: expected {expected})"
+        )
+    broken = sorted(k for k, v in ckpt.head.items() if not torch.isfinite(v).all())
+    if broken:
+        raise CheckpointError(f"{where}: head weights {broken} hold NaN or infinite values")
 
 
 def load_model(
@@ -506,6 +709,7 @@ def load_model(
     strict_backbone: bool = False,
     trainable: bool = False,
     merge: bool = True,
+    overrides: Mapping[str, Any] | None = None,
 ) -> LoadedModel:
     """Build the OrcaModel (backbone + LoRA adapter + head) a checkpoint describes.
 
@@ -513,11 +717,14 @@ def load_model(
     checkpoint's own setting; `backbone` (with a directory) loads the base weights from
     elsewhere (warning, or with strict_backbone raising, when they differ from the recorded
     ones). trainable=True keeps the adapter unmerged with LoRA and head weights trainable;
-    otherwise every weight is frozen and the adapter merged unless merge=False.
+    otherwise every weight is frozen and the adapter merged unless merge=False. `overrides`
+    changes how the judge reads items (LOAD_OVERRIDES: input flags, token limit, clamp).
     """
     from transformers import AutoTokenizer
 
     ckpt = source if isinstance(source, CheckpointContents) else read_checkpoint(source, backbone)
+    overrides = dict(overrides or {})
+    _apply_overrides(ckpt, overrides)
     cfg = ckpt.config
     where = ckpt.root if ckpt.root is not None else cfg.backbone
     dev = resolve_device(device)
@@ -532,29 +739,25 @@ def load_model(
         if strict_backbone:
             raise BackboneMismatchError(msg)
         warnings.warn(msg, stacklevel=3)
+    clamp = _clamp_choice(ckpt, overrides, base.config)
+    ckpt.config = cfg = cfg.replace(clamp_threshold=clamp.threshold)
     adapter = None
     if ckpt.adapter_dir is not None:
         peft_model, lora, state = load_adapter(base, ckpt.adapter_dir, trainable=trainable)
         adapter = (lora, state)
         base = peft_model.merge_and_unload() if merge and not trainable else peft_model
     pooling = ckpt.pooling or resolved_pooling(cfg, base.config)
-    model = OrcaModel(base, cfg.likelihood, pooling, base.config.hidden_size)
-    expected_shape = tuple(model.head.weight.shape)
-    if tuple(ckpt.head["weight"].shape) != expected_shape:
-        raise CheckpointError(
-            f"{where}: head weight shape {tuple(ckpt.head['weight'].shape)} does "
-            f"not fit likelihood {cfg.likelihood!r} on this backbone "
-            f"(expected {expected_shape})"
-        )
-    broken = sorted(k for k, v in ckpt.head.items() if not torch.isfinite(v).all())
-    if broken:
-        raise CheckpointError(f"{where}: head weights {broken} hold NaN or infinite values")
-    model.head.load_state_dict({k: v.float() for k, v in ckpt.head.items()})
+    model = OrcaModel(base, cfg.likelihood, pooling, hidden_size_of(base.config), cfg.use_cls_token)
+    _check_head(ckpt, model, where)
+    model.head.load_state_dict({k: ckpt.head[k].float() for k in ("weight", "bias")})
+    if model.cls_token is not None:
+        with torch.no_grad():
+            model.cls_token.copy_(ckpt.head["cls_token"].float())
     if trainable:
-        for p in model.head.parameters():
+        for p in model.head_parameters():
             p.requires_grad_(True)
     else:
         for p in model.parameters():
             p.requires_grad_(False)
     model.to(dev)
-    return LoadedModel(model, tokenizer, ckpt, fingerprint, adapter, dev)
+    return LoadedModel(model, tokenizer, ckpt, fingerprint, adapter, dev, clamp)

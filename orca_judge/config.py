@@ -30,6 +30,9 @@ class OrcaConfig:
     lora_r: int = _knob(16, "LoRA rank; 0 trains the head only.")
     lora_alpha: int | None = _knob(None, "LoRA alpha; None means alpha = r.")
     lora_dropout: float = _knob(0.0, "LoRA dropout probability.")
+    use_cls_token: bool = _knob(
+        False, "Append a learned token after the text and pool its hidden state (last pooling)."
+    )
     lora_target_modules: list[str] | None = field(
         default=None,
         metadata={"help": "Module names LoRA adapts; None detects them from the architecture."},
@@ -44,7 +47,11 @@ class OrcaConfig:
     use_question: bool = _knob(True, "Include the question block.")
     use_rationale: bool = _knob(True, "Include the rationale block.")
     use_transcript: bool = _knob(False, "Include the ASR transcript block (dropped when empty).")
-    max_tokens: int = _knob(512, "Token limit; longer inputs are truncated keeping the candidate.")
+    max_tokens: int | None = _knob(
+        None,
+        "Token limit; longer inputs are truncated keeping the candidate. None: the backbone's "
+        "context length.",
+    )
     max_chars: int | None = _knob(
         1000, "Training filter: drop items whose text exceeds this; None keeps all."
     )
@@ -96,7 +103,6 @@ class OrcaConfig:
                     f"OrcaConfig.{name}={getattr(self, name)!r}; expected one of {allowed}"
                 )
         positive = (
-            "max_tokens",
             "max_steps",
             "batch_size",
             "grad_accum",
@@ -106,6 +112,14 @@ class OrcaConfig:
         for name in positive:
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"OrcaConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_tokens is not None and int(self.max_tokens) < 1:
+            raise ValueError(f"OrcaConfig.max_tokens must be >= 1 or None, got {self.max_tokens}")
+        if self.clamp_threshold is not None and not self.clamp_threshold >= 0:
+            raise ValueError(
+                f"OrcaConfig.clamp_threshold must be >= 0 or None, got {self.clamp_threshold}"
+            )
+        if self.use_cls_token and self.pooling == "mean":
+            raise ValueError("OrcaConfig.use_cls_token needs last-token pooling, not 'mean'")
         if self.lora_r < 0 or self.patience < 0 or self.warmup_steps < 0:
             raise ValueError("OrcaConfig.lora_r, patience and warmup_steps must be >= 0")
         if not 0.0 <= self.lr_floor <= 1.0:

@@ -18,7 +18,8 @@ from . import likelihoods
 from .checkpoint import BackboneMismatchError, CheckpointError, load_model, save_model
 from .config import OrcaConfig
 from .data import OrcaItem, load_items
-from .model import OrcaModel, is_encoder
+from .model import OrcaModel, context_length_of, is_encoder
+from .published import ClampChoice
 from .template import Encoded, encode
 
 __all__ = [
@@ -31,6 +32,10 @@ __all__ = [
     "predictions_from_logits",
 ]
 
+
+# Config fields added after judges were first fingerprinted: left out of the fingerprint at
+# these values, so that judges recorded before the field existed keep their identity.
+_LATER_FIELDS = {"use_cls_token": False}
 
 # Moved to orca_judge.checkpoint; old imports keep working with a warning.
 __getattr__ = moved(__name__, {"load_adapter": "orca_judge.checkpoint"})
@@ -68,8 +73,12 @@ class OrcaJudge:
         adapter: tuple[Any, dict[str, torch.Tensor]] | None = None,
         metrics: dict[str, Any] | None = None,
         device: torch.device | None = None,
+        clamp: ClampChoice | None = None,
+        input_settings: str = "the checkpoint's config",
     ):
         self.model = model.eval()
+        self.clamp = clamp or ClampChoice(config.clamp_threshold, "given to the judge")
+        self.input_settings = input_settings
         self.tokenizer = tokenizer
         self.config = config
         self.backbone_fingerprint = backbone_fingerprint
@@ -87,11 +96,29 @@ class OrcaJudge:
         backbone: str | None = None,
         strict_backbone: bool = False,
         merge: bool = True,
+        use_question: bool | None = None,
+        use_rationale: bool | None = None,
+        use_transcript: bool | None = None,
+        max_tokens: int | None = None,
+        clamp_threshold: float | None = None,
     ) -> OrcaJudge:
-        """Load a native or published-layout checkpoint (a directory, or a Hub id if cached)."""
+        """Load a native or published-layout checkpoint (a directory, or a Hub id if cached).
+
+        The keyword settings, when given, replace the checkpoint's: which blocks the input
+        text has, the token limit (default: the checkpoint's, else the backbone's context)
+        and the clamp threshold (0 turns clamping off; default: the checkpoint's, or the
+        paper's for a recognised published judge; `judge.clamp` says which and why).
+        """
         path = Path(path_or_hub_id)
         if not path.exists():
             path = _hub_snapshot(str(path_or_hub_id))
+        given = {
+            "use_question": use_question,
+            "use_rationale": use_rationale,
+            "use_transcript": use_transcript,
+            "max_tokens": max_tokens,
+            "clamp_threshold": clamp_threshold,
+        }
         loaded = load_model(
             path,
             device=device,
@@ -99,6 +126,7 @@ class OrcaJudge:
             backbone=backbone,
             strict_backbone=strict_backbone,
             merge=merge,
+            overrides={k: v for k, v in given.items() if v is not None},
         )
         return cls(
             loaded.model,
@@ -108,7 +136,32 @@ class OrcaJudge:
             adapter=loaded.adapter,
             metrics=loaded.contents.metrics,
             device=loaded.device,
+            clamp=loaded.clamp,
+            input_settings=loaded.contents.input_settings,
         )
+
+    @property
+    def token_limit(self) -> int | None:
+        """Longest input in tokens: the config's max_tokens, else the backbone's context."""
+        return token_limit(self.config, self.model.backbone.config)
+
+    def describe(self) -> dict[str, Any]:
+        """How this judge reads items and clamps its means, and where each setting came from."""
+        cfg = self.config
+        return {
+            "inputs": {
+                "question": cfg.use_question,
+                "rationale": cfg.use_rationale,
+                "transcript": cfg.use_transcript,
+            },
+            "input_settings": self.input_settings,
+            "token_limit": self.token_limit,
+            "token_limit_source": "max_tokens"
+            if cfg.max_tokens is not None
+            else "the backbone's context length",
+            "clamp_threshold": self.clamp.threshold,
+            "clamp_reason": self.clamp.reason,
+        }
 
     def fingerprint(self) -> str:
         """Identity of this judge's trained parts: what scores with it are comparable by.
@@ -121,10 +174,14 @@ class OrcaJudge:
         if cached is not None:
             return cached
         digest = hashlib.sha256()
-        config = {k: v for k, v in self.config.to_dict().items() if k != "backbone"}
+        config = {
+            k: v
+            for k, v in self.config.to_dict().items()
+            if k != "backbone" and not (k in _LATER_FIELDS and v == _LATER_FIELDS[k])
+        }
         digest.update(json.dumps(config, sort_keys=True, default=str).encode())
         digest.update(str(self.backbone_fingerprint).encode())
-        tensors = {f"head.{k}": v for k, v in self.model.head.state_dict().items()}
+        tensors = {f"head.{k}": v for k, v in self.model.head_state().items()}
         if self.adapter is not None:
             tensors |= {f"adapter.{k}": v for k, v in self.adapter[1].items()}
         for name in sorted(tensors):
@@ -227,12 +284,17 @@ def encode_item(
         tokenizer,
         record,
         template=cfg.template,
-        max_tokens=cfg.max_tokens,
+        max_tokens=token_limit(cfg, backbone_config),
         add_special_tokens=special,
         use_question=cfg.use_question,
         use_rationale=cfg.use_rationale,
         use_transcript=cfg.use_transcript,
     )
+
+
+def token_limit(cfg: OrcaConfig, backbone_config: Any) -> int | None:
+    """The config's max_tokens, else the backbone's context length (None: no limit known)."""
+    return cfg.max_tokens if cfg.max_tokens is not None else context_length_of(backbone_config)
 
 
 def pad_token_id(tokenizer: Any) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import nn
@@ -55,6 +56,27 @@ def load_backbone(backbone: str, dtype: torch.dtype) -> nn.Module:
         raise BackboneLoadError(f"cannot load backbone {backbone!r}{hint}: {err}") from err
 
 
+def text_config(config: Any) -> Any:
+    """The language-model part of a backbone config (multimodal configs such as Gemma-3 nest it)."""
+    get = getattr(config, "get_text_config", None)
+    return get() if callable(get) else config
+
+
+def hidden_size_of(config: Any) -> int:
+    """Width of the backbone's final hidden states."""
+    return int(text_config(config).hidden_size)
+
+
+def context_length_of(config: Any) -> int | None:
+    """How many positions the backbone was built for; None when its config does not say."""
+    cfg = text_config(config)
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(cfg, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
 def is_encoder(config) -> bool:
     """True for bidirectional encoders (BERT-like), which get mean pooling."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
@@ -91,10 +113,15 @@ def weights_fingerprint(model: nn.Module, samples_per_tensor: int = 4096) -> str
     return digest.hexdigest()[:32]
 
 
+def last_positions(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Index of each row's last non-pad token (works for left and right padding)."""
+    positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
+    return (attention_mask.long() * positions).argmax(dim=1)
+
+
 def pool_last(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """Hidden state of each row's last non-pad token (works for left and right padding)."""
-    positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
-    last = (attention_mask.long() * positions).argmax(dim=1)
+    last = last_positions(attention_mask)
     return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
 
 
@@ -105,16 +132,36 @@ def pool_mean(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
 
 
 class OrcaModel(nn.Module):
-    """Backbone hidden states -> pooled vector -> linear head logits (fp32)."""
+    """Backbone hidden states -> pooled vector -> linear head logits (fp32).
 
-    def __init__(self, backbone: nn.Module, likelihood: str, pooling: str, hidden_size: int):
+    With `use_cls_token`, a learned vector is placed right after each row's last token and
+    its hidden state is pooled. It is a key no token attends to (its own mask entry is 0),
+    which is what the reference implementation computes for a single item; placing it per
+    row, not after the padded batch, makes the result independent of the batch.
+    """
+
+    def __init__(
+        self,
+        backbone: nn.Module,
+        likelihood: str,
+        pooling: str,
+        hidden_size: int,
+        use_cls_token: bool = False,
+    ):
         super().__init__()
+        if use_cls_token and pooling != "last":
+            raise ValueError(f"a CLS token needs last-token pooling, not {pooling!r}")
         self.backbone = backbone
         self.pooling = pooling
         self.head = nn.Linear(hidden_size, head_size(likelihood))
+        cls = nn.Parameter(torch.zeros(hidden_size)) if use_cls_token else None
+        self.register_parameter("cls_token", cls)
 
     def init_head(self, seed: int) -> None:
-        """Near-zero head (xavier, gain 0.01; bias 0): training starts from a flat distribution."""
+        """Near-zero head (xavier, gain 0.01; bias 0): training starts from a flat distribution.
+
+        A CLS token starts as a standard normal vector, as in the reference implementation.
+        """
         gen = torch.Generator().manual_seed(seed)
         weight = torch.empty_like(self.head.weight, device="cpu")
         fan_out, fan_in = weight.shape
@@ -122,8 +169,24 @@ class OrcaModel(nn.Module):
         with torch.no_grad():
             self.head.weight.copy_(weight.uniform_(-bound, bound, generator=gen))
             self.head.bias.zero_()
+            if self.cls_token is not None:
+                cls = torch.randn(self.cls_token.shape, generator=gen)
+                self.cls_token.copy_(cls)
+
+    def head_state(self) -> dict[str, torch.Tensor]:
+        """The trained tensors outside the backbone: head weight and bias, and the CLS token."""
+        state = dict(self.head.state_dict())
+        if self.cls_token is not None:
+            state["cls_token"] = self.cls_token.detach()
+        return state
+
+    def head_parameters(self) -> list[nn.Parameter]:
+        """Parameters outside the backbone (trained alongside LoRA)."""
+        return [*self.head.parameters(), *([self.cls_token] if self.cls_token is not None else [])]
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        if self.cls_token is not None:
+            return self.head(self._cls_hidden(input_ids, attention_mask).float())
         kwargs = {"use_cache": False} if self.pooling == "last" else {}
         if self.pooling == "last":
             # Positions count real tokens only, so left padding gives the unpadded result.
@@ -131,6 +194,23 @@ class OrcaModel(nn.Module):
         out = self.backbone(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
         pool = pool_last if self.pooling == "last" else pool_mean
         return self.head(pool(out.last_hidden_state, attention_mask).float())
+
+    def _cls_hidden(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        rows = torch.arange(input_ids.shape[0], device=input_ids.device)
+        slot = last_positions(attention_mask) + 1
+        embeds = self.backbone.get_input_embeddings()(input_ids)
+        # One more column, so the longest row has room; other rows use a pad position.
+        embeds = torch.cat([embeds, embeds[:, -1:]], dim=1)
+        columns = torch.arange(embeds.shape[1], device=embeds.device)
+        is_cls = (columns[None, :] == slot[:, None]).long()
+        cls = self.cls_token.to(embeds.dtype)
+        embeds = torch.where(is_cls[..., None].bool(), cls, embeds)
+        mask = torch.cat([attention_mask.long(), attention_mask.new_zeros((len(rows), 1))], 1)
+        positions = ((mask + is_cls).cumsum(dim=1) - 1).clamp(min=0)
+        out = self.backbone(
+            inputs_embeds=embeds, attention_mask=mask, position_ids=positions, use_cache=False
+        )
+        return out.last_hidden_state[rows, slot]
 
 
 def resolved_pooling(cfg: OrcaConfig, backbone_config) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,13 +82,16 @@ def encode(
     item: Mapping[str, Any],
     *,
     template: str,
-    max_tokens: int,
+    max_tokens: int | None,
     add_special_tokens: bool,
     use_question: bool = True,
     use_rationale: bool = True,
     use_transcript: bool = False,
 ) -> Encoded:
-    """Tokenise an item, shortening context fields (never the candidate) to fit max_tokens."""
+    """Tokenise an item, shortening context fields (never the candidate) to fit max_tokens.
+
+    max_tokens None keeps every token.
+    """
     opts = {
         "use_question": use_question,
         "use_rationale": use_rationale,
@@ -104,16 +107,41 @@ def encode(
         return tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"]
 
     ids = ids_of(work)
-    if len(ids) <= max_tokens:
+    if max_tokens is None or len(ids) <= max_tokens:
         return Encoded(ids, False)
     for name in _TRUNCATION_ORDER:
-        while len(ids) > max_tokens and work[name]:
-            field_ids = tokenizer(work[name], add_special_tokens=False)["input_ids"]
-            keep = max(0, len(field_ids) - (len(ids) - max_tokens) - 1)
-            work[name] = tokenizer.decode(field_ids[:keep]) if keep else ""
-            ids = ids_of(work)
+        if not work[name]:
+            continue
+        ids = _shorten_field(work, name, ids_of, max_tokens)
         if len(ids) <= max_tokens:
             return Encoded(ids, True)
     # Only the candidate (and labels) are left and still too long: keep its end, which
     # is where last-token pooling reads.
     return Encoded(ids[-max_tokens:], True)
+
+
+def _shorten_field(
+    work: dict[str, str], name: str, ids_of: Callable[[Mapping[str, str]], list[int]], limit: int
+) -> list[int]:
+    """Cut work[name] to its longest character prefix that fits (or to nothing); new ids.
+
+    Cuts are made on characters, not tokens: decoding a token prefix can split a multi-byte
+    character into a replacement character that re-encodes longer, so token cuts need not
+    converge. A binary search keeps the number of tokenisations logarithmic in the field.
+    """
+    text = work[name]
+    work[name] = ""
+    best = ids_of(work)
+    if len(best) > limit:
+        return best
+    fits, too_long = 0, len(text)  # prefix lengths known to fit / known not to fit
+    while too_long - fits > 1:
+        middle = (fits + too_long) // 2
+        work[name] = text[:middle]
+        ids = ids_of(work)
+        if len(ids) <= limit:
+            fits, best = middle, ids
+        else:
+            too_long = middle
+    work[name] = text[:fits]
+    return best

@@ -44,6 +44,7 @@ from .model import (
     OrcaModel,
     add_lora,
     collate,
+    hidden_size_of,
     load_backbone,
     resolved_pooling,
     weights_fingerprint,
@@ -106,7 +107,11 @@ def build_model(cfg: OrcaConfig, device: torch.device, init_from: str | Path | N
         tokenizer = AutoTokenizer.from_pretrained(cfg.backbone)
         backbone = add_lora(base, cfg)
         model = OrcaModel(
-            backbone, cfg.likelihood, resolved_pooling(cfg, base.config), base.config.hidden_size
+            backbone,
+            cfg.likelihood,
+            resolved_pooling(cfg, base.config),
+            hidden_size_of(base.config),
+            cfg.use_cls_token,
         )
         model.init_head(cfg.seed)
         return model.to(device), tokenizer, fingerprint
@@ -115,6 +120,11 @@ def build_model(cfg: OrcaConfig, device: torch.device, init_from: str | Path | N
         raise ValueError(
             f"{init_from}: likelihood {ckpt.config.likelihood!r} cannot continue as "
             f"{cfg.likelihood!r}"
+        )
+    if ckpt.config.use_cls_token != cfg.use_cls_token:
+        raise ValueError(
+            f"{init_from}: use_cls_token={ckpt.config.use_cls_token} cannot continue with "
+            f"use_cls_token={cfg.use_cls_token}"
         )
     loaded = load_model(ckpt, device=device, dtype=cfg.dtype, trainable=True)
     model = loaded.model

@@ -103,6 +103,139 @@ def tiny_bert_dir() -> Path:
     return out
 
 
+# The projections the reference trainer adapts (on every module with these names, so on
+# Gemma-3's SigLIP vision tower too).
+REFERENCE_LORA_TARGETS = [
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+]
+
+
+@functools.cache
+def tiny_gemma3_dir(multimodal: bool) -> Path:
+    """A 2-layer Gemma-3 (random weights; a tiny SigLIP tower when multimodal), saved to disk.
+
+    One sliding-window layer (window 8) and one full layer; 1024 positions, more than the
+    judge's old fixed limit of 512 tokens.
+    """
+    import torch
+    from transformers import (
+        AutoTokenizer,
+        Gemma3Config,
+        Gemma3ForCausalLM,
+        Gemma3ForConditionalGeneration,
+        Gemma3TextConfig,
+        SiglipVisionConfig,
+    )
+
+    tok = AutoTokenizer.from_pretrained(tiny_tokenizer_dir())
+    text = Gemma3TextConfig(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        sliding_window=8,
+        layer_types=["sliding_attention", "full_attention"],
+        max_position_embeddings=1024,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
+    torch.manual_seed(0)
+    if multimodal:
+        vision = SiglipVisionConfig(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            image_size=28,
+            patch_size=14,
+        )
+        config = Gemma3Config(
+            text_config=text.to_dict(), vision_config=vision.to_dict(), mm_tokens_per_image=4
+        )
+        model = Gemma3ForConditionalGeneration(config)
+    else:
+        model = Gemma3ForCausalLM(text)
+    kind = "mm" if multimodal else "text"
+    out = Path(tempfile.mkdtemp(prefix=f"orca-gemma3-{kind}-", dir=SCRATCH))
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+def write_reference_checkpoint(
+    root: Path,
+    base_dir: Path,
+    *,
+    score_type: str = "multinomial",
+    head_rows: int = 5,
+    lora_r: int = 4,
+    targets: list[str] | None = None,
+    use_cls_token: bool = False,
+    args: dict | None = None,
+    base_model_name: str | None = None,
+):
+    """A judge laid out as the reference implementation saves it; returns (peft_lm, head).
+
+    tokenizer/, model/config.yaml, model/lm/ (PEFT adapter of the causal LM),
+    model/model_minus_lm.pt (linear.weight, linear.bias, cls_token) and, given `args`, the
+    trainer's args.yaml. Vision-tower adapter keys are spelled as under transformers 4.57.1,
+    the reference's pinned version (`vision_tower.vision_model.`).
+    """
+    import torch
+    import yaml
+    from peft import LoraConfig, get_peft_model
+    from safetensors.torch import load_file, save_file
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(1)
+    lm = AutoModelForCausalLM.from_pretrained(base_dir)
+    lora = LoraConfig(
+        r=lora_r,
+        lora_alpha=lora_r,
+        target_modules=targets or REFERENCE_LORA_TARGETS,
+        task_type="CAUSAL_LM",
+        init_lora_weights=False,
+    )
+    peft_lm = get_peft_model(lm, lora)
+    lm_dir = root / "model" / "lm"
+    peft_lm.save_pretrained(lm_dir)
+    weights = lm_dir / "adapter_model.safetensors"
+    saved = load_file(weights)
+    legacy = {
+        k.replace(".vision_tower.", ".vision_tower.vision_model."): v for k, v in saved.items()
+    }
+    save_file(legacy, weights)
+    if base_model_name:
+        adapter_config = json.loads((lm_dir / "adapter_config.json").read_text())
+        adapter_config["base_model_name_or_path"] = base_model_name
+        (lm_dir / "adapter_config.json").write_text(json.dumps(adapter_config))
+    hidden = lm.config.get_text_config().hidden_size
+    head = {
+        "linear.weight": torch.randn(head_rows, hidden) * 0.5,
+        "linear.bias": torch.randn(head_rows),
+    }
+    if use_cls_token:
+        head["cls_token"] = torch.randn(hidden)
+    torch.save(head, root / "model" / "model_minus_lm.pt")
+    settings = {"init_type": "xavier_normal", "score_type": score_type}
+    settings["use_cls_token"] = use_cls_token
+    (root / "model" / "config.yaml").write_text(yaml.safe_dump(settings))
+    if args is not None:
+        (root / "args.yaml").write_text(yaml.safe_dump(args))
+    AutoTokenizer.from_pretrained(base_dir).save_pretrained(root / "tokenizer")
+    return peft_lm, head
+
+
 def synthetic_items(n: int, seed: int, prefix: str = "item") -> list[dict]:
     """Items whose rating is named by the candidate's last word (learnable from the last token)."""
     rng = random.Random(seed)

@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
-from orca_fixtures import synthetic_items, tiny_llama_dir, tiny_trained_checkpoint
+from orca_fixtures import (
+    synthetic_items,
+    tiny_llama_dir,
+    tiny_trained_checkpoint,
+    write_reference_checkpoint,
+)
 from safetensors.torch import load_file
 
 from orca_judge import OrcaJudge
@@ -75,29 +79,13 @@ def test_length_sorted_batching_does_not_change_predictions():
 
 def _published_checkpoint(root, score_type, head_rows):
     """Write a checkpoint the way the published ORCA checkpoints are laid out."""
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    torch.manual_seed(1)
-    lm = AutoModelForCausalLM.from_pretrained(tiny_llama_dir())
-    lora = LoraConfig(
-        r=4,
-        lora_alpha=4,
-        target_modules=["q_proj", "v_proj", "down_proj"],
-        task_type="CAUSAL_LM",
-        init_lora_weights=False,
+    return write_reference_checkpoint(
+        root,
+        tiny_llama_dir(),
+        score_type=score_type,
+        head_rows=head_rows,
+        targets=["q_proj", "v_proj", "down_proj"],
     )
-    peft_lm = get_peft_model(lm, lora)
-    (root / "model").mkdir(parents=True)
-    peft_lm.save_pretrained(root / "model" / "lm")
-    head = {
-        "linear.weight": torch.randn(head_rows, 64) * 0.5,
-        "linear.bias": torch.randn(head_rows),
-    }
-    torch.save(head, root / "model" / "model_minus_lm.pt")
-    (root / "model" / "config.yaml").write_text(yaml.safe_dump({"score_type": score_type}))
-    AutoTokenizer.from_pretrained(tiny_llama_dir()).save_pretrained(root / "tokenizer")
-    return peft_lm, head
 
 
 def _reference_logits(peft_lm, head, texts):
@@ -246,6 +234,7 @@ def test_judge_loading_goes_through_the_one_checkpoint_loader(monkeypatch):
                 "backbone": None,
                 "strict_backbone": False,
                 "merge": True,
+                "overrides": {},
             },
         )
     ]

@@ -71,6 +71,34 @@ def test_truncation_shortens_context_but_keeps_the_whole_candidate():
     assert tok.decode(cut.input_ids).endswith("|candidate answer: " + item["candidate"])
 
 
+def test_truncating_a_multibyte_rationale_ends_quickly_on_whole_characters():
+    # Cutting token ids inside a multi-byte character decodes to U+FFFD, which re-encodes
+    # longer: the old token-based cut never converged on such items (real Chinese rationales).
+    import signal
+
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_tokenizer_dir())
+    rationale = "音频开始处传来命令，随后紧张的音乐立刻转变为火车奔驰的声音。" * 3
+    item = {**ITEM, "rationale": rationale, "candidate": "the answer is good"}
+
+    def give_up(*_):
+        raise TimeoutError("encode did not finish in 10 s")
+
+    previous = signal.signal(signal.SIGALRM, give_up)
+    signal.alarm(10)
+    try:
+        cut = encode(tok, item, template="reference", max_tokens=60, add_special_tokens=False)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    text = tok.decode(cut.input_ids)
+    assert cut.truncated and 55 <= len(cut.input_ids) <= 60
+    kept = text.split(" |context: ")[1].split(" |question: ")[0]
+    assert kept and rationale.startswith(kept) and "\ufffd" not in text
+    assert text.endswith("|candidate answer: the answer is good")
+
+
 def test_jsonl_loading_validates_and_accepts_empty_candidates_and_unrated_items(tmp_path):
     records = [{**ITEM, "id": "a", "candidate": "", "ratings": [1]}, {**ITEM, "id": "b"}]
     items = load_items(write_jsonl(tmp_path / "x.jsonl", records))

@@ -123,6 +123,7 @@ class JudgeSession:
                     dtype=settings.dtype,
                     backbone=settings.backbone,
                     strict_backbone=settings.strict_backbone,
+                    clamp_threshold=settings.clamp_threshold,
                 )
             except (CheckpointError, BackboneLoadError, OSError, ValueError, RuntimeError) as err:
                 raise OrcaMetricError(
@@ -135,11 +136,16 @@ class JudgeSession:
 
         `fingerprint` (see `OrcaJudge.fingerprint`) is what tells two checkpoints apart;
         `aqua-regress` refuses to compare judge scores whose fingerprints or clamping differ.
+        The clamp threshold, token limit and where they came from are recorded beside them.
         """
+        setup = self.judge(settings).describe()
         return {
             "checkpoint": settings.checkpoint,
             "fingerprint": self.judge(settings).fingerprint(),
             "clamp": settings.clamp,
+            "clamp_threshold": setup["clamp_threshold"],
+            "clamp_reason": setup["clamp_reason"],
+            "token_limit": setup["token_limit"],
         }
 
     def run(

@@ -55,6 +55,24 @@ def write_per_item(
 ) -> Path | None:
     """Write the pass's per-item results into `folder` (None: only log the figures)."""
     figures = ", ".join(f"{k}={v:.4f}" for k, v in judged.figures.items())
+    truncated = sum(bool(p.truncated) for p in judged.predictions)
+    if truncated:
+        logger.warning(
+            "%s/%s: orca truncated %d of %d judge inputs to the judge's %s-token limit "
+            "(per-item field 'truncated')",
+            task,
+            filter_name,
+            truncated,
+            len(judged.predictions),
+            judged.identity.get("token_limit"),
+        )
+    logger.info(
+        "%s/%s: orca clamp threshold %s: %s",
+        task,
+        filter_name,
+        judged.identity.get("clamp_threshold"),
+        judged.identity.get("clamp_reason"),
+    )
     if folder is None:
         logger.warning(
             "%s/%s: orca judged %d items in one pass (%s); per-item results not written: no "

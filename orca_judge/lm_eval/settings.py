@@ -27,7 +27,8 @@ class OrcaMetricSettings:
     device: str | None = None  # default: cuda if available, else cpu
     batch_size: int | None = None  # default: the checkpoint's eval_batch_size
     dtype: str | None = None  # default: the checkpoint's dtype (auto)
-    clamp: bool = True  # report the clamped mean (threshold stored in the checkpoint)
+    clamp: bool = True  # report the clamped mean (threshold: clamp_threshold, else the judge's)
+    clamp_threshold: float | None = None  # replaces the checkpoint's / published one; 0: off
     backbone: str | None = None  # load the recorded backbone from another place
     strict_backbone: bool = False  # refuse instead of warn on a backbone fingerprint mismatch
     question_field: str = "question"  # doc field with the question ('' to never send one)
@@ -39,7 +40,14 @@ class OrcaMetricSettings:
 
     def judge_key(self) -> tuple:
         """What identifies a loaded judge: checkpoint and how it is loaded."""
-        return (self.checkpoint, self.device, self.dtype, self.backbone, self.strict_backbone)
+        return (
+            self.checkpoint,
+            self.device,
+            self.dtype,
+            self.backbone,
+            self.strict_backbone,
+            self.clamp_threshold,
+        )
 
 
 SETTING_NAMES = tuple(f.name for f in fields(OrcaMetricSettings))
@@ -62,6 +70,19 @@ def _as_batch_size(value: Any) -> int:
     if size < 1 or (isinstance(value, float) and not value.is_integer()):
         raise OrcaMetricError(f"orca setting 'batch_size': expected an integer >= 1, got {value!r}")
     return size
+
+
+def _as_threshold(value: Any) -> float:
+    try:
+        threshold = float(value)
+    except (TypeError, ValueError):
+        threshold = -1.0
+    if isinstance(value, bool) or not threshold >= 0:
+        raise OrcaMetricError(
+            f"orca setting 'clamp_threshold': expected a number >= 0 (0 turns clamping off), "
+            f"got {value!r}"
+        )
+    return threshold
 
 
 def resolve_settings(
@@ -96,7 +117,13 @@ def resolve_settings(
             values[name] = _as_bool(name, values[name])
     if "batch_size" in values:
         values["batch_size"] = _as_batch_size(values["batch_size"])
+    if "clamp_threshold" in values:
+        values["clamp_threshold"] = _as_threshold(values["clamp_threshold"])
     for name in SETTING_NAMES:
-        if name in values and not isinstance(values[name], (bool, int)):
+        if (
+            name in values
+            and name != "clamp_threshold"
+            and not isinstance(values[name], (bool, int))
+        ):
             values[name] = str(values[name])
     return OrcaMetricSettings(**values)
