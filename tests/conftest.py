@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,9 @@ import soundfile as sf
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Reply journals of aqua-audiolm runs (and their subprocesses) stay out of ~/.cache, and a
+# test never reads replies an earlier test session wrote.
+os.environ["AQUA_CACHE_DIR"] = tempfile.mkdtemp(prefix="aqua-cache-")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("AQUA_SHARED_DIR", REPO.parent / "shared"))
