@@ -52,6 +52,7 @@ class ReceivedRequest:
     key: str  # digest of the text and the clips' bytes: the same item gives the same key
     arrived: float  # time.monotonic()
     status: int = 200
+    usage: dict[str, int] = field(default_factory=dict)  # what the reply reported
 
 
 @dataclass
@@ -208,6 +209,7 @@ class _Handler(BaseHTTPRequestHandler):
             "completion_tokens": len(reply.split()),
         }
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        request.usage = usage
         self._send(
             200,
             {
