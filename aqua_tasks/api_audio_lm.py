@@ -266,7 +266,7 @@ class OpenAIAudioChatLM(LM):
             "api_endpoint": public_url(self.base_url),
             "api_model": self.model,
             "api_usage": self.stats.as_dict(),
-            "api_reply_cache": str(self.cache.path) if self.cache else None,
+            "api_reply_cache": str(self.cache.path) if self.cache is not None else None,
         }
 
     def _settings(self, gen_kwargs: Mapping[str, Any]) -> tuple[list[str], int]:
@@ -320,7 +320,7 @@ class OpenAIAudioChatLM(LM):
             return self._failed(request, f"audio not sent: {error}")
         # The key is the body with digests for the clips: everything that decides a reply.
         key = cache_key({"body": self._body(context, wavs, gen_kwargs, digest_part)})
-        cached = self.cache.get(key) if self.cache else None
+        cached = self.cache.get(key) if self.cache is not None else None
         if cached is not None:
             with self._stats_lock:
                 self.stats.from_cache += 1
@@ -350,7 +350,7 @@ class OpenAIAudioChatLM(LM):
             self.stats.sent += 1
             self.stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
             self.stats.completion_tokens += int(usage.get("completion_tokens") or 0)
-        if self.cache:
+        if self.cache is not None:
             self.cache.put(key, {"model": self.model, "reply": text, "usage": usage})
         return text
 
@@ -425,7 +425,7 @@ class OpenAIAudioChatLM(LM):
             "is the server running at base_url? (vLLM takes minutes to load a model before it "
             "accepts connections)",
         )
-        saved = f"; replies completed so far are cached in {self.cache.path}" if self.cache else ""
+        saved = f"; replies completed so far are cached in {self.cache.path}" if self.cache is not None else ""
         return EndpointError(
             f"{NAME}: request to {public_url(self.base_url)} for model {self.model!r} failed: "
             f"{failure.message}; {hint}{saved}"

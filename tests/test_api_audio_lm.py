@@ -38,8 +38,11 @@ from aqua_tasks.registration import register_all, task_config_dir
 register_all()
 lm_eval.simple_evaluate(
     model="openai-audio-chat", model_args=sys.argv[1], tasks=sys.argv[2].split(","),
-    limit=int(sys.argv[3]), metadata=json.loads(sys.argv[4]),
-    task_manager=TaskManager(include_path=str(task_config_dir()), include_defaults=False),
+    limit=int(sys.argv[3]),
+    task_manager=TaskManager(
+        include_path=str(task_config_dir()), include_defaults=False,
+        metadata=json.loads(sys.argv[4]),
+    ),
 )
 """
 
@@ -95,7 +98,8 @@ def test_crash_resume_retries_and_failures_through_aqua_eval(
         text=True,
     )
     try:
-        assert crashed.held.wait(timeout=300), "the first run never reached its 4th request"
+        while not crashed.held.wait(timeout=0.2):
+            assert child.poll() is None, child.communicate()[1][-3000:]
         child.kill()
         crash_out, crash_err = child.communicate(timeout=60)
     finally:
