@@ -425,7 +425,9 @@ class OpenAIAudioChatLM(LM):
             "is the server running at base_url? (vLLM takes minutes to load a model before it "
             "accepts connections)",
         )
-        saved = f"; replies completed so far are cached in {self.cache.path}" if self.cache is not None else ""
+        saved = ""
+        if self.cache is not None:
+            saved = f"; replies completed so far are cached in {self.cache.path}"
         return EndpointError(
             f"{NAME}: request to {public_url(self.base_url)} for model {self.model!r} failed: "
             f"{failure.message}; {hint}{saved}"
