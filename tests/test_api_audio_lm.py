@@ -16,7 +16,7 @@ from lm_eval.api.instance import Instance
 
 from aqua_tasks.api_audio_lm import EndpointError, OpenAIAudioChatLM
 from aqua_tasks.api_http import RetryPolicy, parse_retry_after, retry_delay
-from aqua_tasks.api_payload import digest_part, wav_bytes
+from aqua_tasks.api_payload import chat_messages, digest_part, wav_bytes
 from aqua_tasks.audio import load_audio, probe_audio
 from aqua_tasks.chat_stub import StubConfig, start_stub, stub_url
 from aqua_tasks.generation_failure import failure_message
@@ -342,3 +342,20 @@ def test_model_args_are_checked_with_one_clear_error():
         {"batch_size": 1, "device": None},
     )
     assert lm.num_concurrent == 1 and lm.cache is None
+
+
+def test_apply_chat_template_history_becomes_the_messages_with_the_clip_in_the_user_turn():
+    lm = OpenAIAudioChatLM(base_url=UNUSED_URL, model="m", system_prompt="ignored", cache=False)
+    context = lm.apply_chat_template(
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "<audio>\nQ?"}]
+    )
+    messages = chat_messages(context, [b"wav"], lambda wav: {"type": "clip"}, lm.system_prompt)
+    assert messages == [
+        {"role": "system", "content": "Be brief."},  # lm-eval's --system_instruction wins
+        {"role": "user", "content": [{"type": "clip"}, {"type": "text", "text": "Q?"}]},
+    ]
+    plain = chat_messages("Q?", [b"a", b"b"], lambda wav: {"type": wav.decode()}, "Sys")
+    assert plain[0] == {"role": "system", "content": "Sys"}
+    assert plain[1]["content"] == [{"type": "a"}, {"type": "b"}, {"type": "text", "text": "Q?"}]
+    with pytest.raises(ValueError, match="2 '<audio>' placeholders for 1 clips"):
+        chat_messages("<audio><audio>Q", [b"a"], lambda wav: {})
