@@ -314,10 +314,13 @@ class OpenAIAudioChatLM(LM):
     def _answer(self, request: Instance, stop: threading.Event) -> str:
         """The reply to one request: from the cache, from the server, or a failed_reply."""
         context, gen_kwargs = request.args[0], request.args[1] or {}
-        try:
-            wavs = [wav_bytes(clip) for clip in self._clips(request)]
-        except (OSError, ValueError) as error:
-            return self._failed(request, f"audio not sent: {error}")
+        wavs = []
+        for clip in self._clips(request):
+            try:
+                wavs.append(wav_bytes(clip))
+            except (OSError, ValueError) as error:
+                where = clip.get("path") or "the request's audio array"
+                return self._failed(request, f"audio not sent ({where}): {error}")
         # The key is the body with digests for the clips: everything that decides a reply.
         key = cache_key({"body": self._body(context, wavs, gen_kwargs, digest_part)})
         cached = self.cache.get(key) if self.cache is not None else None

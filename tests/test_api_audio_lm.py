@@ -254,6 +254,17 @@ def test_audio_url_parts_reach_the_server_as_16khz_wav_and_replies_keep_request_
     tmp_path, docs
 ):
     requests = requests_for(docs, 8)
+    nan_clip = {"array": np.full(1600, np.nan, dtype=np.float32), "sampling_rate": 16000}
+    requests.insert(
+        3,
+        Instance(
+            request_type="generate_until",
+            doc=requests[0].doc,
+            arguments=("<audio>\nbroken clip", dict(TASK_GEN_KWARGS), {"audio": [nan_clip]}),
+            idx=0,
+            metadata=("aqua_animal", 99, 1),
+        ),
+    )
     config = StubConfig(latency=0.01, reply=lambda r: f"reply to {r.text[:30]}")
     server, stub = start_stub(config)
     try:
@@ -268,8 +279,12 @@ def test_audio_url_parts_reach_the_server_as_16khz_wav_and_replies_keep_request_
         replies = lm.generate_until(requests, disable_tqdm=True)
     finally:
         server.shutdown()
-    assert not stub.problems and len(stub.requests) == 8
+    assert not stub.problems and len(stub.requests) == 8  # the NaN clip was never sent
+    message = "audio not sent (the request's audio array): audio holds NaN or infinite samples"
+    assert failure_message(replies.pop(3)) == message
+    del requests[3]
     assert replies == [f"reply to {question(r.doc)[:30]}" for r in requests]
+    assert lm.stats.failed_items == [{"task": "aqua_animal", "doc_id": 99, "message": message}]
 
 
 def test_cache_key_changes_with_model_settings_or_audio_and_torn_lines_are_skipped(tmp_path, docs):
