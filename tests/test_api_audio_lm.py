@@ -120,7 +120,7 @@ def test_crash_resume_retries_and_failures_through_aqua_eval(
         latency=0.02,
         faults={rate_limited: ["429"], overloaded: ["500"], stalled: ["timeout"]},
         always_fail={broken: 500},
-        stall_seconds=1.5,
+        stall_seconds=4,
     )
     server, stub = start_stub(config)
     try:
@@ -128,7 +128,7 @@ def test_crash_resume_retries_and_failures_through_aqua_eval(
             stub_url(server),
             num_concurrent=4,
             max_retries=2,
-            timeout=1,
+            timeout=3,  # ordinary replies take ms; slack for a loaded CI machine
             backoff_base=0.01,
             backoff_max=2,
         )
