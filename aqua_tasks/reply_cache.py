@@ -18,12 +18,20 @@ from pathlib import Path
 from typing import Any
 
 CACHE_FORMAT = 1  # part of every key: a new format never reads old replies
+CACHE_ENV = "AQUA_CACHE_DIR"
 
 
 def default_cache_dir() -> Path:
-    """`$XDG_CACHE_HOME/aqua-bench/api-replies` (`~/.cache/...` when XDG_CACHE_HOME is unset)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "aqua-bench" / "api-replies"
+    """`$AQUA_CACHE_DIR/api-replies`, else `$XDG_CACHE_HOME/aqua-bench-eval/api-replies`.
+
+    `~/.cache` stands in for an unset XDG_CACHE_HOME; the local models' reply journals live
+    beside these (`audiolm-replies`).
+    """
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured).expanduser() / "api-replies"
+    base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(base).expanduser() / "aqua-bench-eval" / "api-replies"
 
 
 def cache_key(request: Mapping[str, Any]) -> str:

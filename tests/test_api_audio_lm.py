@@ -21,7 +21,7 @@ from aqua_tasks.audio import load_audio, probe_audio
 from aqua_tasks.chat_stub import StubConfig, start_stub, stub_url
 from aqua_tasks.generation_failure import failure_message
 from aqua_tasks.lm_eval_task import build_docs, doc_to_audio, doc_to_text
-from aqua_tasks.reply_cache import ReplyCache, cache_key
+from aqua_tasks.reply_cache import ReplyCache, cache_key, default_cache_dir
 
 BIN = Path(sys.executable).parent
 UNUSED_URL = "http://127.0.0.1:9/v1/chat/completions"  # never contacted
@@ -287,7 +287,9 @@ def test_audio_url_parts_reach_the_server_as_16khz_wav_and_replies_keep_request_
     assert lm.stats.failed_items == [{"task": "aqua_animal", "doc_id": 99, "message": message}]
 
 
-def test_cache_key_changes_with_model_settings_or_audio_and_torn_lines_are_skipped(tmp_path, docs):
+def test_cache_key_changes_with_model_settings_or_audio_and_torn_lines_are_skipped(
+    tmp_path, docs, monkeypatch
+):
     (request,) = requests_for(docs, 1)
     lm = OpenAIAudioChatLM(
         base_url="http://127.0.0.1:9/v1/chat/completions", model="m", cache_dir=str(tmp_path)
@@ -317,6 +319,8 @@ def test_cache_key_changes_with_model_settings_or_audio_and_torn_lines_are_skipp
     )
     assert key(lm, clip) == base
 
+    monkeypatch.setenv("AQUA_CACHE_DIR", str(tmp_path / "shared"))
+    assert default_cache_dir() == tmp_path / "shared" / "api-replies"
     cache = ReplyCache(tmp_path / "c.jsonl")
     cache.put("a", {"reply": "one"})
     with (tmp_path / "c.jsonl").open("a") as handle:
