@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from aqua_tasks.api_audio_lm import EndpointError
 from aqua_tasks.audio import AudioFileError
 from aqua_tasks.cli_common import fail
 from aqua_tasks.data import AquaDataError
@@ -69,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             extra = args.include_path
             args.include_path = [str(task_config_dir())] + ([extra] if extra else [])
         parser.execute(args)
-    except (OrcaMetricError, AquaDataError, AudioFileError) as err:
+    except (OrcaMetricError, AquaDataError, AudioFileError, EndpointError) as err:
         # Bad settings or data are the user's to fix: one line, not a traceback.
         return fail(PROG, str(err))
     finally:

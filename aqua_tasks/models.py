@@ -9,6 +9,7 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.model import LM
 from tqdm import tqdm
 
+from aqua_tasks.api_audio_lm import OpenAIAudioChatLM
 from aqua_tasks.audio_lm import AudioLM
 from aqua_tasks.runs import read_run, require_aqua_items
 
@@ -138,4 +139,5 @@ MODELS: dict[str, type[LM]] = {
     "aqua-random": RandomOptionLM,
     "aqua-first-option": FirstOptionLM,
     "aqua-audiolm": AudioLM,
+    "openai-audio-chat": OpenAIAudioChatLM,
 }

@@ -1,0 +1,225 @@
+"""POST JSON to a chat-completions server with retries: backoff, jitter, `Retry-After`.
+
+Standard library only (`urllib`), so API evaluation adds no dependency. Every message this
+module produces has the API key scrubbed from it: servers sometimes echo the header back.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import json
+import random
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+# Statuses worth another try: rate limit, request timeout, conflict and every server error.
+RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
+# Statuses that will not change for the next item either: wrong key, no access, wrong URL or
+# model name. The run stops on them instead of failing every item the same way.
+FATAL_STATUSES = frozenset({401, 403, 404})
+MAX_MESSAGE_CHARS = 500
+REDACTED = "[redacted]"
+
+
+class RequestFailure(Exception):
+    """One attempt failed; `retryable` says whether another attempt may succeed."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        reason: str = "error",
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.reason = reason  # a short label for the run's retry counts: 429, 5xx, timeout, …
+        self.attempts = 1
+
+    @property
+    def fatal(self) -> bool:
+        """Whether this status means the whole run is misconfigured (key, URL, model)."""
+        return self.status in FATAL_STATUSES
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long to wait before another attempt."""
+
+    max_retries: int = 5
+    backoff_base: float = 1.0  # seconds before the first retry (before jitter)
+    backoff_max: float = 60.0  # cap of one wait, also of a server's Retry-After
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries={self.max_retries}: expected 0 or more")
+        if self.backoff_base < 0 or self.backoff_max < self.backoff_base:
+            raise ValueError(
+                f"backoff_base={self.backoff_base}, backoff_max={self.backoff_max}: expected "
+                "0 <= backoff_base <= backoff_max (seconds)"
+            )
+
+
+def redact(text: str, secret: str | None) -> str:
+    """`text` with every occurrence of `secret` replaced (nothing to do without a secret)."""
+    return text.replace(secret, REDACTED) if secret else text
+
+
+def retry_delay(
+    retry: int, policy: RetryPolicy, retry_after: float | None, rng: random.Random
+) -> float:
+    """Seconds to wait before retry number `retry` (1, 2, …): jittered exponential backoff.
+
+    The jitter spreads concurrent clients that were refused together; a server's
+    `Retry-After` is a lower bound, capped at `backoff_max`.
+    """
+    ceiling = min(policy.backoff_max, policy.backoff_base * 2 ** (retry - 1))
+    delay = ceiling * rng.uniform(0.5, 1.0)
+    if retry_after is not None:
+        delay = max(delay, min(retry_after, policy.backoff_max))
+    return delay
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """A `Retry-After` header as seconds from now (delta-seconds or an HTTP date), else None."""
+    if not value:
+        return None
+    text = value.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
+
+
+def server_message(body: bytes) -> str:
+    """The human-readable error in a server's reply body (OpenAI and vLLM shapes, else text)."""
+    text = body.decode("utf-8", errors="replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, Mapping):
+        error = data.get("error")
+        for candidate in (
+            error.get("message") if isinstance(error, Mapping) else error,
+            data.get("message"),
+            data.get("detail"),
+        ):
+            if isinstance(candidate, str) and candidate.strip():
+                text = candidate.strip()
+                break
+    text = " ".join(text.split())
+    return text[:MAX_MESSAGE_CHARS] or "no message"
+
+
+def _http_failure(error: urllib.error.HTTPError, secret: str | None) -> RequestFailure:
+    try:
+        body = error.read()
+    except (OSError, http.client.HTTPException):
+        body = b""
+    status = int(error.code)
+    message = redact(f"HTTP {status}: {server_message(body)}", secret)
+    retryable = status in RETRYABLE_STATUSES or status >= 500
+    return RequestFailure(
+        message,
+        status=status,
+        retryable=retryable,
+        retry_after=parse_retry_after(error.headers.get("Retry-After") if error.headers else None),
+        reason="429" if status == 429 else "5xx" if status >= 500 else str(status),
+    )
+
+
+def _is_timeout(error: BaseException) -> bool:
+    reason = getattr(error, "reason", None)
+    return isinstance(error, (TimeoutError, socket.timeout)) or isinstance(
+        reason, (TimeoutError, socket.timeout)
+    )
+
+
+def post_json(
+    url: str, body: Mapping[str, Any], headers: Mapping[str, str], timeout: float
+) -> dict[str, Any]:
+    """One POST of `body` as JSON; the decoded JSON reply, or RequestFailure.
+
+    `timeout` bounds each socket operation (connect, every read), as urllib does.
+    """
+    secret = _bearer_secret(headers)
+    data = json.dumps(body).encode("utf-8")
+    request = urllib.request.Request(
+        url, data=data, method="POST", headers={"Content-Type": "application/json", **headers}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            raw = response.read()
+    except urllib.error.HTTPError as error:
+        raise _http_failure(error, secret) from None
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
+        if _is_timeout(error):
+            raise RequestFailure(
+                f"no reply within timeout={timeout:g} s", retryable=True, reason="timeout"
+            ) from None
+        detail = getattr(error, "reason", None) or error
+        raise RequestFailure(
+            redact(f"connection failed: {detail}", secret), retryable=True, reason="connection"
+        ) from None
+    try:
+        reply = json.loads(raw)
+    except ValueError:
+        reply = None
+    if not isinstance(reply, dict):
+        snippet = " ".join(raw[:200].decode("utf-8", errors="replace").split())
+        raise RequestFailure(redact(f"reply is not a JSON object: {snippet!r}", secret))
+    return reply
+
+
+def _bearer_secret(headers: Mapping[str, str]) -> str | None:
+    value = headers.get("Authorization", "")
+    return value.removeprefix("Bearer ").strip() or None
+
+
+def post_with_retries(
+    send: Callable[[], dict[str, Any]],
+    policy: RetryPolicy,
+    *,
+    rng: random.Random | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    on_retry: Callable[[RequestFailure], None] | None = None,
+    stop: Callable[[], bool] = lambda: False,
+) -> tuple[dict[str, Any], int]:
+    """`send()` until it succeeds: (reply, retries used); the last RequestFailure otherwise.
+
+    Only retryable failures are tried again, at most `policy.max_retries` times; `stop()`
+    ends the waiting early (another request found the run misconfigured).
+    """
+    rng = rng or random.Random()
+    retries = 0
+    while True:
+        try:
+            return send(), retries
+        except RequestFailure as failure:
+            failure.attempts = retries + 1
+            if not failure.retryable or retries >= policy.max_retries or stop():
+                raise
+            retries += 1
+            if on_retry is not None:
+                on_retry(failure)
+            sleep(retry_delay(retries, policy, failure.retry_after, rng))
