@@ -50,6 +50,13 @@ def pool_outcomes(per_task: Mapping[str, Iterable[Mapping | Sequence | int]]) ->
     return pooled
 
 
+def pool_condition(per_task: Mapping[str, Mapping]) -> dict[tuple[str, object], bool]:
+    """Per-task conditioning maps (clip → Solvable right) keyed like `pool_outcomes` clips."""
+    return {
+        (task, clip): bool(ok) for task, by_clip in per_task.items() for clip, ok in by_clip.items()
+    }
+
+
 def _weighted(rows: Sequence[Mapping[str, float]], rate: str, count: str) -> tuple[float, float]:
     # Σ rate·n / Σ n over the rows where both are defined: exact, as rate·n is a count.
     pairs = [(r.get(rate, math.nan), r.get(count, math.nan)) for r in rows]
