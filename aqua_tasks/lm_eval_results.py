@@ -73,6 +73,7 @@ def fix_aqua_results(
     groups = {k: dict(v) for k, v in (results.get("groups") or {}).items()}
     subtasks = {k: list(v) for k, v in (results.get("group_subtasks") or {}).items()}
     directions = {k: dict(v) for k, v in (results.get("higher_is_better") or {}).items()}
+    versions = dict(results.get("versions") or {})
     outcomes = {t: by_filter for t, by_filter in outcomes.items() if t in table and by_filter}
     for task, by_filter in outcomes.items():
         for filter_key, values in by_filter.items():
@@ -89,10 +90,14 @@ def fix_aqua_results(
         table[name] = row
         groups[name] = dict(row)
         subtasks.setdefault(name, members)
+        member_versions = {str(versions.get(m)) for m in members}
+        if len(member_versions) == 1 and members[0] in versions:
+            versions.setdefault(name, versions[members[0]])
         directions[name] = directions.get(name, {}) | metric_directions()
     fixed["results"] = table
     if groups:
         fixed["groups"] = groups
     fixed["group_subtasks"] = subtasks
     fixed["higher_is_better"] = directions
+    fixed["versions"] = versions
     return fixed
