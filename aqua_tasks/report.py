@@ -576,7 +576,7 @@ def plot_table(table: ReportTable) -> Any:
                             label=JOINT_LABEL if k == len(COLUMNS) - 1 else None,
                         )
                 if cell.low is not None and cell.high is not None:
-                    ax.errorbar(
+                    whisker = ax.errorbar(
                         x,
                         cell.value,
                         yerr=[[cell.value - cell.low], [cell.high - cell.value]],
@@ -584,8 +584,8 @@ def plot_table(table: ReportTable) -> Any:
                         ecolor="black",
                         elinewidth=0.8,
                         capsize=1.5,
-                        gid=f"{gid}|interval",
                     )
+                    whisker.lines[2][0].set_gid(f"{gid}|interval")
                 top = cell.high if cell.high is not None else cell.value
                 ax.text(
                     x,
