@@ -20,6 +20,7 @@ from aqua_tasks.cli_score import main as aqua_score
 from aqua_tasks.data import TRACK_FILE_STEMS, load_json_file
 from aqua_tasks.manifest import DOC_FIELDS, MANIFEST_FIELDS
 from aqua_tasks.regress import (
+    TESTED_METRICS,
     conditional_accuracy,
     discordant_pairs,
     holm,
@@ -384,6 +385,19 @@ def test_regress_passes_a_run_against_itself_and_noise_below_threshold(runs, cap
         *("--max-drop", "60"),
     )
     assert code == 0
+
+
+def test_the_gate_tests_each_track_not_the_pooled_all_tracks_row(runs, capsys):
+    # docs/ci.md: the gate compares per-track figures only; the pooled `aqua` row that the
+    # results files of these two-track runs hold is derived from them and not tested again.
+    assert "aqua" in json.loads(max(runs["reject"].rglob("results_*.json")).read_text())["results"]
+    code, out, err = regress(
+        capsys, "--baseline", str(runs["reject"]), "--candidate", str(runs["reject"]), "--json"
+    )
+    assert code == 0, err
+    compared = {(c["task"], c["metric"]) for c in json.loads(out)["comparisons"]}
+    assert {task for task, _ in compared} == {"aqua_animal", "aqua_vocal"}
+    assert len(compared) == 2 * len(TESTED_METRICS)
 
 
 def _edit_samples(run: Path, dest: Path, edit) -> Path:
