@@ -32,10 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description=(
             "Results table in the AQUA-Bench paper's layout (models × tracks × Ori/AAD/IASD/IAQD, "
-            "with n per cell and the unparsed rate) as Markdown and CSV, and a PNG chart. "
+            "with n per cell, the unparsed rate, the extractor per row and all tracks pooled) as "
+            "Markdown and CSV, and a chart with 95 % intervals (PNG and SVG or PDF). "
             "Each RUN is an lm-eval --output_path folder of aqua_* tasks (the newest "
-            "results_*.json in it is used and named), a results_*.json file, or the output of "
-            "aqua-score --json."
+            "results_*.json in it is used and named; its logged samples give the intervals), a "
+            "results_*.json file, or the output of aqua-score --json."
         ),
     )
     parser.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="run folder or file")
