@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from aqua_tasks.lm_eval_results import fix_aqua_results
-from aqua_tasks.pooling import all_tracks_rows, pool_outcomes, pool_summaries
+from aqua_tasks.pooling import all_tracks_rows, pool_condition, pool_outcomes, pool_summaries
 from aqua_tasks.results_table import aqua_rows, paper_table
 from aqua_tasks.scoring import ALL_METRICS, COUNT_METRICS, ItemOutcome, pack_outcome, summarize
 from aqua_tasks.stats import binomial_stderr, bootstrap_ca_stderr
@@ -244,3 +244,14 @@ def test_evaluate_hooks_compose_and_the_printed_table_keeps_integers(issue_examp
     acc = next(line for line in lines if "|acc " in line)
     assert "↑" in acc and "±" in acc
     assert "aqua (all tracks, pooled over clips)" in text
+
+
+def test_another_runs_solvable_answers_condition_each_track_on_its_own_clips():
+    # CoT CA conditioned on the plain run (aqua-score --condition-on), pooled: clip 0 of
+    # animal is right in the plain run, clip 0 of music is not.
+    iaqd = [pack_outcome(0, ItemOutcome(0, "IAQD", True, True, False))]
+    solvable = [pack_outcome(0, ItemOutcome(0, "Solvable", False, True, False))]
+    per_task = {"aqua-cot_animal": solvable + iaqd, "aqua-cot_music": solvable + iaqd}
+    condition = pool_condition({"aqua-cot_animal": {0: True}, "aqua-cot_music": {0: False}})
+    pooled = summarize(pool_outcomes(per_task), condition)
+    assert pooled["ca_iaqd"] == 1.0 and pooled["n_ca_iaqd"] == 1
