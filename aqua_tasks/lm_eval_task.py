@@ -209,8 +209,7 @@ def _record(outcomes: tuple[ItemOutcome, ...]) -> None:
 
     task, filter_key = aggregating_task()
     if task is not None:
-        recorded = task.__dict__.setdefault(OUTCOMES_ATTR, {})
-        recorded[filter_key] = outcomes
+        vars(task).setdefault(OUTCOMES_ATTR, {})[filter_key] = outcomes
 
 
 def fix_results(task_dict: Mapping, results: dict, bootstrap_iters: int) -> dict:
@@ -219,7 +218,7 @@ def fix_results(task_dict: Mapping, results: dict, bootstrap_iters: int) -> dict
 
     outcomes = {}
     for task in built_tasks(task_dict):
-        recorded = task.__dict__.pop(OUTCOMES_ATTR, None)
+        recorded = vars(task).pop(OUTCOMES_ATTR, None)
         if recorded:
             outcomes[str(task.task_name)] = recorded
     return fix_aqua_results(results, outcomes, n_boot=min(bootstrap_iters, STDERR_BOOT))
