@@ -339,7 +339,7 @@ def load_run(
         raise RunReadError(
             f"{file}: holds no aqua_* task results (an ORCA run with human ratings: --orca-run)"
         )
-    notes.append("no intervals: the per-item samples were not found (run with --log_samples)")
+    notes.append("no intervals: no per-item samples read (give the folder of a --log_samples run)")
     extractors = _recorded_extractors(payload, list(tasks))
     for name, members in all_tracks_rows(tasks).items():
         names = {extractors[m] for m in members if m in extractors}
