@@ -6,8 +6,8 @@ more, and gets it here, from internals of lm-eval 0.4.13:
 
 - `patch_evaluate`: wraps `lm_eval.evaluator.evaluate` (which `simple_evaluate` looks up at
   call time) so each evaluation runs in its own judge session, after an optional step that
-  sees the built tasks before any request is made, and before an optional step that fixes
-  up the results dict (before lm-eval prints and saves it);
+  sees the built tasks before any request is made, and is followed by an optional step that
+  fixes up the results dict before lm-eval prints and saves it;
 - `built_tasks`: the task objects inside the `task_dict` evaluate() receives;
 - `aggregation_site`, `aggregating_task`: the task and filter of the aggregation call in
   progress, read from the caller's frame (`task`, `filter_key` locals of lm-eval's
