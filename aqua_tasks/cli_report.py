@@ -9,8 +9,10 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from aqua_tasks.cli_common import add_json_flag, fail
+from aqua_tasks.cli_common import add_json_flag, add_seed_flag, fail
+from aqua_tasks.extract import EXTRACTOR_NAMES
 from aqua_tasks.report import (
+    VECTOR_FORMATS,
     PlottingUnavailable,
     RunReadError,
     build_table,
@@ -30,10 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description=(
             "Results table in the AQUA-Bench paper's layout (models × tracks × Ori/AAD/IASD/IAQD, "
-            "with n per cell and the unparsed rate) as Markdown and CSV, and a PNG chart. "
+            "with n per cell, the unparsed rate, the extractor per row and all tracks pooled) as "
+            "Markdown and CSV, and a chart with 95 % intervals (PNG and SVG or PDF). "
             "Each RUN is an lm-eval --output_path folder of aqua_* tasks (the newest "
-            "results_*.json in it is used and named), a results_*.json file, or the output of "
-            "aqua-score --json."
+            "results_*.json in it is used and named; its logged samples give the intervals), a "
+            "results_*.json file, or the output of aqua-score --json."
         ),
     )
     parser.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="run folder or file")
@@ -51,7 +54,28 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="add the paper's published Table 1 rows, marked '(published)'",
     )
-    parser.add_argument("--no-chart", action="store_true", help="write no PNG (no matplotlib)")
+    parser.add_argument(
+        "--extractor",
+        action="append",
+        choices=EXTRACTOR_NAMES,
+        metavar="NAME",
+        help="re-score the runs' logged replies with this extractor (repeat for one row per "
+        "extractor), e.g. `official`, the authors' rule the published rows were scored by; "
+        f"one of {', '.join(EXTRACTOR_NAMES)}; default: the extractor each run recorded",
+    )
+    parser.add_argument(
+        "--vector",
+        choices=VECTOR_FORMATS,
+        default="svg",
+        help="vector format of the chart written beside chart.png (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--n-boot", type=int, default=2000, help="bootstrap resamples for CA intervals"
+    )
+    add_seed_flag(parser, help="seed of the CA bootstrap")
+    parser.add_argument(
+        "--no-chart", action="store_true", help="write no chart (needs no matplotlib)"
+    )
     parser.add_argument(
         "--orca-predictions",
         type=Path,
@@ -93,16 +117,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     payload: dict[str, object] = {}
     try:
         if args.runs:
-            table = build_table(
-                [load_run(run) for run in args.runs], labels=args.label, published=args.paper
-            )
-            written = write_report(table, args.out, chart=not args.no_chart)
+            runs, labels = [], []
+            for extractor in args.extractor or [None]:
+                for k, run in enumerate(args.runs):
+                    metrics = load_run(run, extractor=extractor, n_boot=args.n_boot, seed=args.seed)
+                    label = args.label[k] if args.label else metrics.label
+                    runs.append(metrics)
+                    labels.append(
+                        f"{label} [{extractor}]" if len(args.extractor or []) > 1 else label
+                    )
+            table = build_table(runs, labels=labels, published=args.paper)
+            written = write_report(table, args.out, chart=not args.no_chart, vector=args.vector)
             payload["rows"] = [
                 {
                     "label": row.label,
                     "published": row.published,
+                    "extractor": row.extractor,
                     "cells": {
-                        t: {k: {"value": json_safe(c.value), "n": c.n} for k, c in cells.items()}
+                        t: {
+                            k: {"value": c.value, "n": c.n, "low": c.low, "high": c.high}
+                            for k, c in cells.items()
+                        }
                         for t, cells in row.cells.items()
                     },
                 }
@@ -142,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     payload["written"] = {k: str(v) for k, v in written.items()}
     if args.json:
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        print(json.dumps(json_safe(payload), indent=2, ensure_ascii=False))
     else:
         if args.runs:
             print(to_markdown(table))

@@ -12,6 +12,7 @@ from aqua_tasks.cli_common import add_json_flag, add_progress_flag, add_seed_fla
 from aqua_tasks.data import TRACKS, AquaDataError
 from aqua_tasks.extract import EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
 from aqua_tasks.intervals import metric_intervals
+from aqua_tasks.pooling import all_tracks_rows, pool_condition, pool_outcomes
 from aqua_tasks.run_scores import breakdown, condition_map
 from aqua_tasks.runs import iter_tasks, read_run, require_aqua_items, rescoring_notices
 from aqua_tasks.runs import score_items as score_replies
@@ -91,6 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     extractors: dict[str, str] = {}
     breakdowns: dict[str, list[dict]] = {}
     rows: list[dict] = []
+    values_of: dict[str, list[dict]] = {}
+    conditions_of: dict[str, dict] = {}
     tasks = iter_tasks(replies)
     for task, task_replies in progress(tasks, "scoring", not args.no_progress, unit="task"):
         verdicts = score_replies(
@@ -105,6 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     PROG, f"--condition-on {args.condition_on} has no {track} Solvable items"
                 )
             condition = conditions[track]
+            conditions_of[task] = condition
+        values_of[task] = values
         per_task[task] = summarize(values, condition)
         intervals[task] = metric_intervals(
             values, condition=condition, n_boot=args.n_boot, seed=args.seed
@@ -116,6 +121,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             {"task": task, **v.to_record(), "manifest": dict(r.manifest)}
             for r, v in zip(task_replies, verdicts, strict=True)
         )
+    # All-tracks rows pool the clips of their tracks (Σ correct / Σ n), with their intervals.
+    pooled_rows = all_tracks_rows(per_task)
+    for name, members in pooled_rows.items():
+        pooled = pool_outcomes({t: values_of[t] for t in members})
+        condition = pool_condition({t: conditions_of[t] for t in members}) if conditions else None
+        per_task[name] = summarize(pooled, condition)
+        intervals[name] = metric_intervals(
+            pooled, condition=condition, n_boot=args.n_boot, seed=args.seed
+        )
+        extractors[name] = ",".join(sorted({extractors[t] for t in members}))
     if args.per_item:
         write_jsonl(args.per_item, rows)
     if args.json:
@@ -141,6 +156,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         + " (n = clips). Brackets: 95 % intervals (Wilson; CA: clip bootstrap, "
         + f"seed {args.seed})."
+        + (
+            " Rows aqua / aqua-<setting>: every clip of their tracks pooled (Σ correct / Σ n)."
+            if pooled_rows
+            else ""
+        )
     )
     for task, m in per_task.items():
         notes = [f"extractor {extractors[task]}"]

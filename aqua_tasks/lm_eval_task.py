@@ -15,6 +15,7 @@ from aqua_tasks.cli_common import parse_bool
 from aqua_tasks.data import check_track, check_variant, load_items, track_file
 from aqua_tasks.docs import audio_enabled, clip_indices, doc_to_item, item_to_doc
 from aqua_tasks.extract import DEFAULT_EXTRACTOR, get_extractor_name
+from aqua_tasks.lm_eval_results import STDERR_BOOT, fix_aqua_results
 from aqua_tasks.manifest import DOC_FIELDS, run_manifest
 from aqua_tasks.prompts import check_prompt_style, render_prompt
 from aqua_tasks.scoring import (
@@ -195,9 +196,39 @@ def _task_summary(outcomes: tuple[ItemOutcome, ...]) -> Mapping[str, float]:
     return MappingProxyType(summarize(outcomes))
 
 
+# Attribute of a task aggregated in this evaluation: its per-item outcomes per filter, read
+# by `fix_results` to pool tracks and compute standard errors.
+OUTCOMES_ATTR = "_aqua_outcomes"
+
+
+def _record(outcomes: tuple[ItemOutcome, ...]) -> None:
+    # The values reach the aggregation after lm-eval gathered them from every rank, so this
+    # is each task's complete set, also in data-parallel runs. (Imported here: the orca
+    # package loads torch, which building AQUA tasks does not need.)
+    from orca_judge.lm_eval.compat import aggregating_task
+
+    task, filter_key = aggregating_task()
+    if task is not None:
+        vars(task).setdefault(OUTCOMES_ATTR, {})[filter_key] = outcomes
+
+
+def fix_results(task_dict: Mapping, results: dict, bootstrap_iters: int) -> dict:
+    """evaluate()'s last step: pooled all-tracks rows, stderrs, counts (`fix_aqua_results`)."""
+    from orca_judge.lm_eval.compat import built_tasks
+
+    outcomes = {}
+    for task in built_tasks(task_dict):
+        recorded = vars(task).pop(OUTCOMES_ATTR, None)
+        if recorded:
+            outcomes[str(task.task_name)] = recorded
+    return fix_aqua_results(results, outcomes, n_boot=min(bootstrap_iters, STDERR_BOOT))
+
+
 def _aggregation(metric: str) -> Callable[[list[int]], float]:
     def aggregate(values: list[int]) -> float:
-        summary = _task_summary(tuple(as_outcome(v) for v in values))
+        outcomes = tuple(as_outcome(v) for v in values)
+        _record(outcomes)
+        summary = _task_summary(outcomes)
         if metric == "acc" and summary["n_unconditioned"]:
             logger.warning(
                 "%d unanswerable items have no Solvable item of their clip in this run "

@@ -30,8 +30,9 @@ def register_all() -> None:
     """Register the AQUA and ORCA models and metric `orca`; safe to call any number of times."""
     from lm_eval.api.registry import model_registry, register_model
 
+    from aqua_tasks.lm_eval_task import fix_results
     from aqua_tasks.models import MODELS
-    from orca_judge.lm_eval.compat import fill_registries
+    from orca_judge.lm_eval.compat import fill_registries, patch_evaluate, patch_make_table
     from orca_judge.lm_eval.human import OrcaReplayLM
     from orca_judge.lm_eval.wiring import install
 
@@ -44,6 +45,9 @@ def register_all() -> None:
             register_model(name)(cls)
     # Metric `orca`, and its settings checked and judge loaded before any generation.
     install()
+    # Pooled all-tracks rows, standard errors and counts in the results lm-eval prints and saves.
+    patch_evaluate(finish=fix_results)
+    patch_make_table()
     task_logger = logging.getLogger("lm_eval.api.task")
     if _HINT_FILTER not in task_logger.filters:
         task_logger.addFilter(_HINT_FILTER)

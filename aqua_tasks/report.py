@@ -15,16 +15,45 @@ from typing import TYPE_CHECKING, Any
 
 from aqua_tasks.data import TASK_NAME_PREFIXES
 from aqua_tasks.docs import audio_enabled
-from aqua_tasks.results_table import GROUP, aqua_rows
+from aqua_tasks.extract import EXTRACTOR_ALIASES
+from aqua_tasks.intervals import metric_intervals
+from aqua_tasks.pooling import all_tracks_name, all_tracks_rows, pool_outcomes, pool_summaries
+from aqua_tasks.results_table import aqua_rows
 from aqua_tasks.runs import NAME_ARGS as NAME_ARGS  # moved to runs; importable from here
 from aqua_tasks.runs import RESULTS_NAME as RESULTS_NAME
-from aqua_tasks.runs import RunError, RunFiles, find_outputs, run_label
+from aqua_tasks.runs import (
+    RunError,
+    RunFiles,
+    find_outputs,
+    iter_tasks,
+    read_run,
+    require_aqua_items,
+    rescoring_notices,
+    run_label,
+    score_items,
+)
 from aqua_tasks.runs import read_json as read_run_json
+from aqua_tasks.scoring import metric_value, summarize
 
 PLOT_HINT = "pip install 'aqua-bench-eval[plot]'"
-# Paper column order; MMAU is published but not released.
-TRACK_ORDER: tuple[str, ...] = ("animal", "vocal", "music", "mmau")
-TRACK_SHORT: dict[str, str] = {"animal": "An", "vocal": "Vo", "music": "Mu", "mmau": "MMAU"}
+# The all-tracks column: every clip of the run's tracks pooled.
+ALL_TRACKS = "all"
+# Paper column order; MMAU is published but not released; the pooled column last.
+TRACK_ORDER: tuple[str, ...] = ("animal", "vocal", "music", "mmau", ALL_TRACKS)
+TRACK_SHORT: dict[str, str] = {
+    "animal": "An",
+    "vocal": "Vo",
+    "music": "Mu",
+    "mmau": "MMAU",
+    ALL_TRACKS: "All",
+}
+TRACK_TITLES: dict[str, str] = {ALL_TRACKS: "All tracks (clips pooled)", "mmau": "MMAU"}
+CHART_LEGEND = (
+    "Ori = Solvable accuracy (n = items); AAD / IASD / IAQD = conditional accuracy (CA) over\n"
+    "the n clips whose Solvable item is right; dark inside a CA = share of all clips right on\n"
+    "both (Ori × CA); whiskers = 95 % intervals (Wilson; CA: clip bootstrap)"
+)
+JOINT_LABEL = "Solvable and variant both right"
 # (column name, metric giving the value, metric giving n)
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("Ori", "acc", "n_solvable"),
@@ -34,6 +63,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 UNPARSED = ("unparsed", "unparsed_rate", "n_items")
 PUBLISHED_SOURCE = "Kuan & Lee, ICASSP 2026 (arXiv 2601.12248), Table 1"
+PUBLISHED_EXTRACTOR = "authors' rule (official), published"
 # Table 1 of the paper, % (Ori, AAD CA, IASD CA, IAQD CA) per track; † = chain-of-thought.
 PUBLISHED_TABLE1: dict[str, dict[str, tuple[float, float, float, float]]] = {
     "Qwen2-Audio": {
@@ -89,22 +119,34 @@ class PlottingUnavailable(RuntimeError):
     """matplotlib (the `plot` extra) is not installed."""
 
 
+Interval = tuple[float, float]
+
+
 @dataclass(frozen=True)
 class RunMetrics:
-    """The AQUA metrics of one run, with the label it is reported under and where it came from."""
+    """The AQUA metrics of one run, with the label it is reported under and where it came from.
+
+    `tasks` holds per task (and per all-tracks row, e.g. `aqua`) every metric; `intervals`
+    the 95 % intervals of its rates where per-item replies were read; `extractors` the
+    extractor each task was scored with.
+    """
 
     label: str
     source: str
     tasks: dict[str, dict[str, float]]
     notes: tuple[str, ...] = ()
+    intervals: dict[str, dict[str, Interval]] = field(default_factory=dict)
+    extractors: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One value of the table, in %, with the count it is computed over (None: not known)."""
+    """One value of the table, in %, with its count and 95 % interval (None: not known)."""
 
     value: float
     n: int | None = None
+    low: float | None = None
+    high: float | None = None
 
     def text(self) -> str:
         """'66.7 (360)', '—' when undefined, no count for published values."""
@@ -119,6 +161,7 @@ class TableRow:
     label: str
     published: bool
     cells: dict[str, dict[str, Cell]] = field(default_factory=dict)
+    extractor: str = ""
 
 
 @dataclass(frozen=True)
@@ -131,13 +174,19 @@ class ReportTable:
 
 
 MAIN_PREFIX = TASK_NAME_PREFIXES[("main", "plain")]
+_PREFIXES = sorted(set(TASK_NAME_PREFIXES.values()), key=len, reverse=True)
 
 
 def split_task(task: str) -> tuple[str, str]:
-    """(setting, track): 'aqua_animal' → ('', 'animal'), 'aqua-cot_music' → ('cot', 'music')."""
-    for prefix in sorted(set(TASK_NAME_PREFIXES.values()), key=len, reverse=True):
+    """(setting, track): 'aqua_animal' → ('', 'animal'), 'aqua-cot_music' → ('cot', 'music').
+
+    An all-tracks row is track `all`: 'aqua' → ('', 'all'), 'aqua-cot' → ('cot', 'all').
+    """
+    for prefix in _PREFIXES:
+        setting = "" if prefix == MAIN_PREFIX else prefix.removeprefix("aqua-").rstrip("_")
+        if task == prefix.rstrip("_"):
+            return setting, ALL_TRACKS
         if task.startswith(prefix):
-            setting = "" if prefix == MAIN_PREFIX else prefix.removeprefix("aqua-").rstrip("_")
             return setting, task[len(prefix) :]
     return "", task
 
@@ -177,8 +226,68 @@ def _nan_for_none(metrics: Mapping) -> dict[str, float]:
     }
 
 
-def load_run(path: str | Path) -> RunMetrics:
-    """AQUA metrics of an lm-eval output folder/results file or an `aqua-score --json` file."""
+def _is_aqua_row(task: str) -> bool:
+    return all_tracks_name(task) is not None or split_task(task)[1] == ALL_TRACKS
+
+
+def _with_pooled(tasks: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Tasks plus an all-tracks row (from the track summaries) for every setting lacking one."""
+    out = dict(tasks)
+    for name, members in all_tracks_rows(tasks).items():
+        out.setdefault(name, pool_summaries([tasks[m] for m in members]))
+    return out
+
+
+def _recorded_extractors(payload: Mapping, tasks: Sequence[str]) -> dict[str, str]:
+    configs = payload.get("configs") or {}
+    found = {}
+    for task in tasks:
+        metadata = (configs.get(task) or {}).get("metadata") or {}
+        name = (metadata.get("aqua_manifest") or {}).get("extractor") or metadata.get("extractor")
+        if name:
+            found[task] = EXTRACTOR_ALIASES.get(str(name), str(name))
+    return found
+
+
+def _scored_run(
+    path: Path, notes: list[str], extractor: str | None, n_boot: int, seed: int
+) -> RunMetrics:
+    """Metrics and intervals of a run's logged replies, re-scored (by `extractor` if given)."""
+    try:
+        run = read_run(path)
+        items = require_aqua_items(run)
+    except RunError as error:
+        raise RunReadError(str(error)) from None
+    if extractor is None:
+        notes.extend(rescoring_notices(items))
+    else:
+        notes.append(f"re-scored with the {extractor} extractor")
+    values: dict[str, list[dict]] = {}
+    tasks: dict[str, dict[str, float]] = {}
+    intervals: dict[str, dict[str, Interval]] = {}
+    extractors: dict[str, str] = {}
+    for task, task_items in iter_tasks(items):
+        verdicts = score_items(task_items, extractor=extractor)
+        values[task] = [metric_value(v) for v in verdicts]
+        extractors[task] = ",".join(sorted({v.extractor for v in verdicts}))
+    for name, members in all_tracks_rows(values).items():
+        values[name] = pool_outcomes({m: values[m] for m in members})
+        extractors[name] = ",".join(sorted({extractors[m] for m in members}))
+    for task, task_values in values.items():
+        tasks[task] = summarize(task_values)
+        intervals[task] = metric_intervals(task_values, n_boot=n_boot, seed=seed)
+    return RunMetrics(run.label, str(path), tasks, tuple(notes), intervals, extractors)
+
+
+def load_run(
+    path: str | Path, *, extractor: str | None = None, n_boot: int = 2000, seed: int = 0
+) -> RunMetrics:
+    """AQUA metrics of an lm-eval output folder/results file or an `aqua-score --json` file.
+
+    A folder with logged samples is scored item by item, which gives every rate its 95 %
+    interval (Wilson; CA: clip bootstrap with `n_boot`, `seed`); `extractor` re-scores it
+    with another extractor (e.g. `official`, the authors' rule), which needs those samples.
+    """
     path = Path(path)
     notes: list[str] = []
     if path.is_dir():
@@ -187,33 +296,67 @@ def load_run(path: str | Path) -> RunMetrics:
         if len(files.results) > 1:
             notes.append(f"newest of {len(files.results)} results files: {file.name}")
     elif path.is_file():
-        file, payload = path, read_json(path)
+        file, payload, files = path, read_json(path), None
     else:
         raise RunReadError(f"{path}: no such file or directory")
     if not isinstance(payload, dict) or not isinstance(payload.get("results"), dict):
         raise RunReadError(f"{file}: not lm-eval results or aqua-score --json output")
-    if "extractor_versions" in payload:  # written by aqua-score --json
-        tasks = {
-            t: _nan_for_none(m)
-            for t, m in payload["results"].items()
-            if t != GROUP and split_task(t)[1] != t and isinstance(m, Mapping)
-        }
-        label = Path(str(payload.get("source") or file)).name
-        notes.append(f"aqua-score output {file.name}")
-    else:
-        tasks = {t: m for t, m in aqua_rows(payload).items() if t != GROUP}
-        label = run_label(payload.get("config") or {})
+    if "extractor_versions" not in payload:
         configs = payload.get("configs") or {}
         text_only = sorted(
-            t for t in tasks if not audio_enabled((configs.get(t) or {}).get("metadata") or {})
+            t
+            for t in payload["results"]
+            if t in configs and not audio_enabled((configs[t] or {}).get("metadata") or {})
         )
         if text_only:
             notes.append(f"text-only (no audio): {', '.join(text_only)}")
+    if files is not None and files.samples:
+        return _scored_run(path, notes, extractor, n_boot, seed)
+    if extractor is not None:
+        raise RunReadError(
+            f"{path}: re-scoring with --extractor needs the run's per-item replies "
+            "(an --output_path folder of a run made with --log_samples)"
+        )
+    if "extractor_versions" in payload:  # written by aqua-score --json
+        tasks = _with_pooled(
+            {
+                t: _nan_for_none(m)
+                for t, m in payload["results"].items()
+                if _is_aqua_row(t) and isinstance(m, Mapping)
+            }
+        )
+        recorded = payload.get("intervals") or {}
+        intervals = {
+            t: {m: (float(lo), float(hi)) for m, (lo, hi) in _interval_pairs(recorded.get(t))}
+            for t in tasks
+        }
+        extractors = {t: str(e) for t, e in (payload.get("extractor") or {}).items() if t in tasks}
+        label = Path(str(payload.get("source") or file)).name
+        notes.append(f"aqua-score output {file.name}")
+        return RunMetrics(label, str(file), tasks, tuple(notes), intervals, extractors)
+    tasks = aqua_rows(payload)
     if not tasks:
         raise RunReadError(
             f"{file}: holds no aqua_* task results (an ORCA run with human ratings: --orca-run)"
         )
-    return RunMetrics(label=label, source=str(file), tasks=tasks, notes=tuple(notes))
+    notes.append("no intervals: no per-item samples read (give the folder of a --log_samples run)")
+    extractors = _recorded_extractors(payload, list(tasks))
+    for name, members in all_tracks_rows(tasks).items():
+        names = {extractors[m] for m in members if m in extractors}
+        if names:
+            extractors[name] = ",".join(sorted(names))
+    label = run_label(payload.get("config") or {})
+    return RunMetrics(label, str(file), tasks, tuple(notes), {}, extractors)
+
+
+def _interval_pairs(recorded: object) -> list[tuple[str, tuple[object, object]]]:
+    if not isinstance(recorded, Mapping):
+        return []
+    return [
+        (m, (v[0], v[1]))
+        for m, v in recorded.items()
+        if isinstance(v, Sequence) and len(v) == 2 and None not in v
+    ]
 
 
 def _unique_labels(labels: Sequence[str]) -> list[str]:
@@ -229,16 +372,21 @@ def _track_sort_key(track: str) -> tuple[int, str]:
     return (TRACK_ORDER.index(track) if track in TRACK_ORDER else len(TRACK_ORDER), track)
 
 
-def _run_cells(metrics: Mapping[str, float]) -> dict[str, Cell]:
+def _run_cells(metrics: Mapping[str, float], intervals: Mapping[str, Interval]) -> dict[str, Cell]:
     def count(key: str) -> int | None:
         value = metrics.get(key, math.nan)
         return None if math.isnan(value) else int(value)
 
-    cells = {
-        name: Cell(metrics.get(metric, math.nan) * 100, count(n_key))
+    def bound(metric: str, side: int) -> float | None:
+        value = intervals.get(metric, (math.nan, math.nan))[side]
+        return None if value is None or math.isnan(value) else value * 100
+
+    return {
+        name: Cell(
+            metrics.get(metric, math.nan) * 100, count(n_key), bound(metric, 0), bound(metric, 1)
+        )
         for name, metric, n_key in (*COLUMNS, UNPARSED)
     }
-    return cells
 
 
 def build_table(
@@ -255,12 +403,18 @@ def build_table(
     for name, run in zip(names, runs, strict=True):
         # Ablation tasks of a run (CoT, other designs) are rows of their own, as in the paper.
         by_setting: dict[str, dict[str, dict[str, Cell]]] = {}
+        extractors: dict[str, set[str]] = {}
         for task, metrics in run.tasks.items():
             setting, track = split_task(task)
-            by_setting.setdefault(setting, {})[track] = _run_cells(metrics)
+            by_setting.setdefault(setting, {})[track] = _run_cells(
+                metrics, run.intervals.get(task, {})
+            )
+            if task in run.extractors:
+                extractors.setdefault(setting, set()).add(run.extractors[task])
         for setting in sorted(by_setting):
             label = f"{name} [{setting}]" if setting else name
-            rows.append(TableRow(label, False, by_setting[setting]))
+            extractor = ",".join(sorted(extractors.get(setting, set()))) or "not recorded"
+            rows.append(TableRow(label, False, by_setting[setting], extractor))
     sources = [
         f"{name}: {run.source}" + (f" ({'; '.join(run.notes)})" if run.notes else "")
         for name, run in zip(names, runs, strict=True)
@@ -276,7 +430,7 @@ def build_table(
                 for track in tracks
                 if track in per_track
             }
-            rows.append(TableRow(f"{model} (published)", True, cells))
+            rows.append(TableRow(f"{model} (published)", True, cells, PUBLISHED_EXTRACTOR))
         sources.append(f"(published): {PUBLISHED_SOURCE}, as printed")
     return ReportTable(tracks=tracks, rows=tuple(rows), sources=tuple(sources))
 
@@ -292,12 +446,14 @@ def _cell(row: TableRow, track: str, name: str) -> Cell:
 
 def to_markdown(table: ReportTable) -> str:
     """The table as Markdown, with a legend and the source of every row."""
-    header = ["model"] + [h for t in table.tracks for h in _header_names(t)]
+    header = ["model", "extractor"] + [h for t in table.tracks for h in _header_names(t)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     names = [n for n, _, _ in (*COLUMNS, UNPARSED)]
     for row in table.rows:
         cells = [_cell(row, t, n) for t in table.tracks for n in names]
-        lines.append("| " + " | ".join([row.label] + [c.text() for c in cells]) + " |")
+        lines.append(
+            "| " + " | ".join([row.label, row.extractor] + [c.text() for c in cells]) + " |"
+        )
     legend = [
         "",
         "Values in %, n in parentheses. Ori: accuracy on Solvable items (n = items). "
@@ -305,11 +461,18 @@ def to_markdown(table: ReportTable) -> str:
         "correctly (n = those clips). unparsed: replies no answer could be extracted from "
         "(n = all items of the track). — = undefined (no items).",
     ]
+    if ALL_TRACKS in table.tracks:
+        legend.append(
+            "All: every clip of the run's tracks pooled (Σ correct / Σ n), not a mean of the "
+            "track figures."
+        )
     if any(r.published for r in table.rows):
         legend.append(
-            f"Rows marked (published) are copied from {PUBLISHED_SOURCE}, not re-run; † = "
-            "chain-of-thought prompting (its CA is most likely conditioned on the non-CoT "
-            "Solvable answers). The unreleased MMAU track is shown only if a run covers it."
+            f"Rows marked (published) are copied from {PUBLISHED_SOURCE}, not re-run, and "
+            "were scored by the authors' rule (our `official` extractor; compare with a run "
+            "re-scored by `--extractor official`); † = chain-of-thought prompting (its CA is "
+            "most likely conditioned on the non-CoT Solvable answers). The unreleased MMAU "
+            "track is shown only if a run covers it."
         )
     legend.append("")
     legend.extend(f"- {source}" for source in table.sources)
@@ -317,22 +480,27 @@ def to_markdown(table: ReportTable) -> str:
 
 
 def to_csv(table: ReportTable) -> str:
-    """The table as CSV: one row per model, per track a value (%) and n column per metric."""
+    """The table as CSV: one row per model; per track and metric its value (%), n and interval."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     names = [n for n, _, _ in (*COLUMNS, UNPARSED)]
-    header = ["model", "published"]
+    header = ["model", "published", "extractor"]
     for track in table.tracks:
         for name in names:
-            header += [f"{track}_{name.lower()}", f"{track}_{name.lower()}_n"]
+            column = f"{track}_{name.lower()}"
+            header += [column, f"{column}_n", f"{column}_low", f"{column}_high"]
     writer.writerow(header)
+
+    def number(value: float | None) -> object:
+        return "" if value is None or math.isnan(value) else round(value, 6)
+
     for row in table.rows:
-        values: list[object] = [row.label, int(row.published)]
+        values: list[object] = [row.label, int(row.published), row.extractor]
         for track in table.tracks:
             for name in names:
                 cell = _cell(row, track, name)
-                values.append("" if math.isnan(cell.value) else round(cell.value, 6))
-                values.append("" if cell.n is None else cell.n)
+                values += [number(cell.value), "" if cell.n is None else cell.n]
+                values += [number(cell.low), number(cell.high)]
         writer.writerow(values)
     return buffer.getvalue()
 
@@ -346,62 +514,136 @@ def _matplotlib_figure() -> Any:
 
 
 BAR_COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52")
+# Inside each CA bar: the share of clips with both the Solvable item and the variant right.
+JOINT_COLOUR = "#333333"
+VECTOR_FORMATS = ("svg", "pdf")
+
+
+def value_label(cell: Cell) -> str:
+    """What is written above a bar: the value (one decimal below 10 %, so 0.4 is not 0) and n."""
+    if math.isnan(cell.value):
+        return "n/a"
+    shown = f"{cell.value:.1f}" if cell.value < 10 else f"{cell.value:.0f}"
+    return shown if cell.n is None else f"{shown}\nn={cell.n}"
+
+
+def row_label(row: TableRow) -> str:
+    """The x-axis label of a row: the model and the extractor it was scored with."""
+    return f"{row.label}\n[{row.extractor}]"
 
 
 def plot_table(table: ReportTable) -> Any:
-    """A matplotlib Figure: one panel per track; per model, Ori beside the three CAs."""
+    """A matplotlib Figure: one panel per track; per model Ori and the three CAs, with 95 %
+    intervals, n, and (dark) the share of clips right on both the Solvable item and the
+    variant, so that a model that rejects everything (CA 100 %, low Ori) cannot look best."""
     figure_class = _matplotlib_figure()
     n_rows = len(table.rows)
     fig = figure_class(
-        figsize=(min(max(6.0, 1.5 + 0.75 * n_rows), 24.0), 0.6 + 2.6 * len(table.tracks)),
+        figsize=(min(max(6.5, 1.5 + 1.1 * n_rows), 30.0), 1.2 + 3.0 * len(table.tracks)),
         layout="constrained",
     )
     axes = fig.subplots(len(table.tracks), 1, sharex=True, squeeze=False)[:, 0]
-    bar = 0.8 / len(COLUMNS)
+    width = 0.8 / len(COLUMNS)
     for ax, track in zip(axes, table.tracks, strict=True):
-        for k, (name, _, _) in enumerate(COLUMNS):
-            for i, row in enumerate(table.rows):
-                value = _cell(row, track, name).value
-                x = i + (k - (len(COLUMNS) - 1) / 2) * bar
-                ax.bar(
+        for i, row in enumerate(table.rows):
+            if track not in row.cells:
+                continue  # not run on this track: nothing drawn
+            ori = _cell(row, track, "Ori").value
+            for k, (name, _, _) in enumerate(COLUMNS):
+                cell = _cell(row, track, name)
+                x = i + (k - (len(COLUMNS) - 1) / 2) * width
+                gid = f"{track}|{row.label}|{name}"
+                if not math.isnan(cell.value):
+                    # CA bars are light with the both-right share dark inside; published hatched.
+                    ax.bar(
+                        x,
+                        cell.value,
+                        width,
+                        color=BAR_COLOURS[k],
+                        alpha=(0.45 if k else 1.0) * (0.7 if row.published else 1.0),
+                        hatch="//" if row.published else None,
+                        label=name if i == 0 else None,
+                        gid=gid,
+                    )
+                    if k and not math.isnan(ori):
+                        ax.bar(
+                            x,
+                            cell.value * ori / 100,
+                            width * 0.6,
+                            color=JOINT_COLOUR,
+                            alpha=0.8,
+                            gid=f"{gid}|joint",
+                            label=JOINT_LABEL if k == len(COLUMNS) - 1 else None,
+                        )
+                if cell.low is not None and cell.high is not None:
+                    whisker = ax.errorbar(
+                        x,
+                        cell.value,
+                        yerr=[[cell.value - cell.low], [cell.high - cell.value]],
+                        fmt="none",
+                        ecolor="black",
+                        elinewidth=0.8,
+                        capsize=1.5,
+                    )
+                    whisker.lines[2][0].set_gid(f"{gid}|interval")
+                top = cell.high if cell.high is not None else cell.value
+                ax.text(
                     x,
-                    0.0 if math.isnan(value) else value,
-                    bar,
-                    color=BAR_COLOURS[k],
-                    hatch="//" if row.published else None,
-                    alpha=0.55 if row.published else 1.0,
-                    label=name if i == 0 else None,
-                    gid=f"{track}|{row.label}|{name}",
+                    (0 if math.isnan(top) else top) + 1.5,
+                    value_label(cell),
+                    ha="center",
+                    va="bottom",
+                    fontsize=5,
+                    gid=f"{gid}|label",
                 )
-                if math.isnan(value) and track in row.cells:
-                    ax.text(x, 1, "n/a", rotation=90, ha="center", va="bottom", fontsize=6)
-        ax.set_title(track.capitalize(), loc="left", fontsize="medium")
-        ax.set_ylim(0, 100)
+        ax.set_title(TRACK_TITLES.get(track, track.capitalize()), loc="left", fontsize="medium")
+        ax.set_ylim(0, 118)
+        ax.set_yticks(range(0, 101, 20))
         ax.set_ylabel("%")
         ax.grid(axis="y", alpha=0.3)
-    axes[-1].set_xticks(range(n_rows), [r.label for r in table.rows], rotation=30, ha="right")
+    axes[-1].set_xticks(
+        range(n_rows), [row_label(r) for r in table.rows], rotation=30, ha="right", fontsize=7
+    )
+    handles, names = [], []
+    for ax in axes:
+        for handle, name in zip(*ax.get_legend_handles_labels(), strict=True):
+            if name not in names:
+                handles.append(handle)
+                names.append(name)
     fig.legend(
-        *axes[0].get_legend_handles_labels(),
+        handles,
+        names,
         loc="outside upper center",
-        ncols=len(COLUMNS),
-        title="Ori = Solvable accuracy; AAD / IASD / IAQD = conditional accuracy"
-        + ("; hatched = published" if any(r.published for r in table.rows) else ""),
+        ncols=len(names),
+        title=CHART_LEGEND
+        + (
+            "; hatched = published, scored by the authors' rule"
+            if any(r.published for r in table.rows)
+            else ""
+        ),
         fontsize="small",
-        title_fontsize="small",
+        title_fontsize="x-small",
     )
     return fig
 
 
-def write_report(table: ReportTable, out_dir: str | Path, *, chart: bool = True) -> dict[str, Path]:
-    """Write table.md, table.csv and (with chart) chart.png; returns their paths."""
+def write_report(
+    table: ReportTable, out_dir: str | Path, *, chart: bool = True, vector: str = "svg"
+) -> dict[str, Path]:
+    """Write table.md, table.csv and (with chart) chart.png and chart.<vector>; their paths."""
+    if vector not in VECTOR_FORMATS:
+        raise ValueError(f"vector format must be one of {VECTOR_FORMATS}, got {vector!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = {"markdown": out / "table.md", "csv": out / "table.csv"}
     written["markdown"].write_text(to_markdown(table), encoding="utf-8")
     written["csv"].write_text(to_csv(table), encoding="utf-8")
     if chart:
+        figure = plot_table(table)
         written["chart"] = out / "chart.png"
-        plot_table(table).savefig(written["chart"], dpi=150)
+        figure.savefig(written["chart"], dpi=150)
+        written["chart_vector"] = out / f"chart.{vector}"
+        figure.savefig(written["chart_vector"])
     return written
 
 

@@ -41,6 +41,16 @@ def wilson_interval(successes: int, n: int, level: float = LEVEL) -> tuple[float
     return max(0.0, float(ci.low)), min(1.0, float(ci.high))
 
 
+def binomial_stderr(successes: int, n: int) -> float:
+    """Standard error of a proportion, sqrt(p(1 - p) / (n - 1)) like lm-eval's; NaN for n < 2."""
+    if n < 2:
+        return math.nan
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be in 0..n, got {successes} of {n}")
+    p = successes / n
+    return math.sqrt(p * (1 - p) / (n - 1))
+
+
 def percentile_interval(replicates: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
     """Central percentile interval of bootstrap replicates (linear interpolation)."""
     _check_level(level)
@@ -96,6 +106,32 @@ def conditional_accuracy(condition: Sequence[bool], correct: Sequence[bool]) -> 
     return float((cond & right).sum() / n) if n else math.nan
 
 
+def ca_replicates(
+    solvable_correct: Sequence[bool],
+    variant_correct: Sequence[bool],
+    *,
+    n_boot: int,
+    seed: Seed = 0,
+) -> np.ndarray:
+    """Defined clip-bootstrap replicates of CA = P(variant right | Solvable right).
+
+    The two arrays hold one entry per clip that has both items. CA's denominator is itself
+    random (the clips answered right), which is why clips, not items, are resampled;
+    replicates that drew no clip answered right are undefined and left out.
+    """
+    solvable = np.asarray(solvable_correct, dtype=bool)
+    variant = np.asarray(variant_correct, dtype=bool)
+    if solvable.ndim != 1 or solvable.shape != variant.shape:
+        raise ValueError("solvable_correct and variant_correct must have one entry per clip")
+    if not solvable.any():
+        return np.empty(0)
+    totals = resample_totals(
+        np.column_stack([solvable, solvable & variant]), n_boot=n_boot, seed=seed
+    )
+    valid = totals[:, 0] > 0
+    return totals[valid, 1] / totals[valid, 0]
+
+
 def bootstrap_ca_interval(
     solvable_correct: Sequence[bool],
     variant_correct: Sequence[bool],
@@ -104,24 +140,24 @@ def bootstrap_ca_interval(
     seed: Seed = 0,
     level: float = LEVEL,
 ) -> tuple[float, float]:
-    """Percentile interval of CA = P(variant right | Solvable right), resampling whole clips.
+    """Percentile interval of CA, resampling whole clips (see `ca_replicates`)."""
+    boot = ca_replicates(solvable_correct, variant_correct, n_boot=n_boot, seed=seed)
+    return percentile_interval(boot, level) if boot.size else (math.nan, math.nan)
 
-    The two arrays hold one entry per clip that has both items. CA's denominator is itself
-    random (the clips answered right), which is why clips, not items, are resampled.
+
+def bootstrap_ca_stderr(
+    solvable_correct: Sequence[bool],
+    variant_correct: Sequence[bool],
+    *,
+    n_boot: int = 1000,
+    seed: Seed = 0,
+) -> float:
+    """Standard error of CA: the standard deviation of its clip-bootstrap replicates.
+
+    NaN when fewer than two replicates are defined (e.g. no Solvable item right).
     """
-    solvable = np.asarray(solvable_correct, dtype=bool)
-    variant = np.asarray(variant_correct, dtype=bool)
-    if solvable.ndim != 1 or solvable.shape != variant.shape:
-        raise ValueError("solvable_correct and variant_correct must have one entry per clip")
-    if not solvable.any():
-        return math.nan, math.nan
-    totals = resample_totals(
-        np.column_stack([solvable, solvable & variant]), n_boot=n_boot, seed=seed
-    )
-    valid = totals[:, 0] > 0
-    if not valid.any():
-        return math.nan, math.nan
-    return percentile_interval(totals[valid, 1] / totals[valid, 0], level)
+    boot = ca_replicates(solvable_correct, variant_correct, n_boot=n_boot, seed=seed)
+    return float(np.std(boot, ddof=1)) if boot.size >= 2 else math.nan
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -130,13 +131,49 @@ def replay_run(tmp_path_factory, saved_replies, released_dir, released_audio_roo
         "--log_samples",
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
+    # What lm-eval printed, kept beside (not inside) the run folder.
+    out.with_name(f"{out.name}.stdout").write_text(proc.stdout)
     return out
+
+
+# The all-tracks row of the same run, pooled over clips by hand: music and vocal are right
+# on all 360 clips, Animal as EXPECTED_ANIMAL (a mean of the three CAs would differ).
+EXPECTED_POOLED = {
+    "acc": (240 + 720) / 1080,
+    "acc_aad": (180 + 720) / 1080,
+    "acc_iasd": (288 + 720) / 1080,
+    "acc_iaqd": (90 + 720) / 1080,
+    "ca_aad": (120 + 720) / (240 + 720),
+    "ca_iasd": (192 + 720) / 960,
+    "ca_iaqd": (60 + 720) / 960,
+    "joint_aad": (120 + 720) / 1080,
+    "joint_iasd": (192 + 720) / 1080,
+    "joint_iaqd": (60 + 720) / 1080,
+    "n_ca_aad": 960,
+    "n_ca_iasd": 960,
+    "n_ca_iaqd": 960,
+    "unparsed_rate": 72 / 4320,
+    "n_items": 4320,
+    "n_solvable": 1080,
+    "n_unconditioned": 0,
+    "n_excluded": 0,
+}
 
 
 def test_aqua_eval_replay_gives_hand_computed_metrics_on_released_data(replay_run):
     results = results_of(replay_run)
-    assert set(results["results"]) == {"aqua_animal", "aqua_music", "aqua_vocal"}
+    # --tasks 'aqua_*' does not select the group, yet the all-tracks row is there, pooled.
+    assert set(results["results"]) == {"aqua_animal", "aqua_music", "aqua_vocal", "aqua"}
     assert_metrics(metrics_of(results, "aqua_animal"), EXPECTED_ANIMAL)
+    assert_metrics(metrics_of(results, "aqua"), EXPECTED_POOLED)
+    assert metrics_of(results, "aqua")["ca_aad"] != pytest.approx((0.5 + 1 + 1) / 3)
+    assert results["group_subtasks"]["aqua"] == ["aqua_animal", "aqua_music", "aqua_vocal"]
+    pooled = results["results"]["aqua"]
+    p = EXPECTED_POOLED["acc"]
+    assert pooled["acc_stderr,none"] == pytest.approx(math.sqrt(p * (1 - p) / 1079))
+    assert 0.005 < pooled["ca_aad_stderr,none"] < 0.02  # clip bootstrap, 960 clips
+    assert pooled["n_items,none"] == 4320 and "n_items_stderr,none" not in pooled
+    assert results["higher_is_better"]["aqua_animal"]["n_items"] is None
     music = metrics_of(results, "aqua_music")
     assert music["acc"] == 1.0 and music["ca_aad"] == 1.0 and music["n_ca_iaqd"] == 360
     assert results["n-samples"]["aqua_vocal"]["effective"] == 1440
@@ -151,7 +188,7 @@ def test_aqua_score_on_logged_samples_equals_the_lm_eval_run(replay_run, tmp_pat
     assert proc.returncode == 0, proc.stderr
     scored = json.loads(proc.stdout)["results"]
     lm_eval_results = results_of(replay_run)
-    for task in ("aqua_animal", "aqua_music", "aqua_vocal"):
+    for task in ("aqua_animal", "aqua_music", "aqua_vocal", "aqua"):
         assert_metrics(scored[task], metrics_of(lm_eval_results, task))
     rows = [json.loads(line) for line in per_item.read_text().splitlines()]
     assert len(rows) == 3 * 1440
@@ -169,6 +206,53 @@ def test_aqua_score_on_authors_results_format_equals_the_lm_eval_run(replay_run,
     text = run_cli(BIN / "aqua-score", saved_replies / f"{stem}.json")
     assert "| aqua_animal | 66.7 [61.6, 71.3] | 50.0 [43.8, 56.4] | 80.0 [" in text.stdout
     assert "| 360 | 240 | 240 | 240 | 5.0 |" in text.stdout
+
+
+def test_printed_tables_show_the_pooled_row_stderrs_and_integer_counts(replay_run):
+    printed = replay_run.with_name(f"{replay_run.name}.stdout").read_text()
+    lines = printed.splitlines()
+    assert "aqua (all tracks, pooled over clips)" in printed and "|Groups" in printed.replace(
+        " ", ""
+    )
+    n_items = [line for line in lines if "|n_items " in line]
+    assert n_items and all(re.search(r"\|\s+(1440|4320)\|", line) for line in n_items)
+    assert "1440.0000" not in printed and "N/A" not in printed
+    assert all("↑" not in line and "±" not in line for line in lines if "|n_" in line)
+    ca = [line for line in lines if "|ca_aad " in line]
+    assert ca and all("↑" in line and re.search(r"±\s*\|0\.\d{4}\|", line) for line in ca)
+    assert "| aqua | 88.9 | 87.5 | 95.0 | 81.2 | 1080 | 960 | 960 | 960 | 1.7 |" in printed
+
+
+def test_the_aqua_group_shows_pooled_figures_not_lm_evals_mean(saved_replies, released_dir):
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    from aqua_tasks.registration import register_all
+    from aqua_tasks.results_table import paper_table
+
+    # First 10 clips per track: Animal's Solvable is right on clips 1, 2, 4, 5, 7, 8 and its
+    # IAQD on those that are multiples of 4 (4, 8); Music and Vocal are right everywhere.
+    # lm-eval's mean of the three CAs would be (2/6 + 1 + 1) / 3 = 0.778.
+    register_all()
+    manager = TaskManager(
+        include_path=str(task_config_dir()),
+        include_defaults=False,
+        metadata={"data_dir": str(released_dir), "audio": False},
+    )
+    results = simple_evaluate(
+        model="aqua-replay",
+        model_args=f"path={saved_replies}",
+        tasks=["aqua"],
+        task_manager=manager,
+        limit=40,
+    )
+    for table in ("results", "groups"):
+        group = results[table]["aqua"]
+        assert group["ca_iaqd,none"] == pytest.approx((2 + 10 + 10) / (6 + 10 + 10))
+        assert group["n_ca_iaqd,none"] == 26 and group["acc,none"] == pytest.approx(26 / 30)
+        assert isinstance(group["ca_iaqd_stderr,none"], float)
+    assert "| aqua | 86.7 | " in paper_table(results)
+    assert "| 30 | 26 | 26 | 26 |" in paper_table(results)
 
 
 def test_official_extractor_is_selectable_and_recorded(saved_replies):

@@ -20,6 +20,7 @@ from aqua_tasks.cli_score import main as aqua_score
 from aqua_tasks.data import TRACK_FILE_STEMS, load_json_file
 from aqua_tasks.manifest import DOC_FIELDS, MANIFEST_FIELDS
 from aqua_tasks.regress import (
+    TESTED_METRICS,
     conditional_accuracy,
     discordant_pairs,
     holm,
@@ -27,6 +28,7 @@ from aqua_tasks.regress import (
     paired_bootstrap_ca,
 )
 from aqua_tasks.scoring import as_outcome
+from aqua_tasks.stats import wilson_interval
 
 LIMIT = 480  # 120 clips of the track: every clip's four items are in the run
 
@@ -166,7 +168,7 @@ def test_report_table_values_equal_the_runs_metrics_in_markdown_and_csv(runs, ca
     assert "Qwen2-Audio (published)" in labels and "Qwen2.5-Omni† (published)" in labels
     for row, run in zip(rows, (runs["reject"], runs["base"]), strict=False):
         for task, m in lm_eval_metrics(run).items():
-            track = task.removeprefix("aqua_")
+            track = report.split_task(task)[1]  # the pooled row `aqua` is column `all`
             for column, metric, n_key in (*report.COLUMNS, report.UNPARSED):
                 value = row[f"{track}_{column.lower()}"]
                 if math.isnan(m[metric]):
@@ -177,29 +179,81 @@ def test_report_table_values_equal_the_runs_metrics_in_markdown_and_csv(runs, ca
     base = lm_eval_metrics(runs["base"])["aqua_animal"]
     assert base["acc"] == pytest.approx(0.75) and base["n_ca_aad"] == 90
     markdown = (tmp_path / "table.md").read_text()
-    assert "| aqua-replay (path=replies-base) | 75.0 (120) | 33.3 (90) |" in markdown
-    assert "| aqua-always-reject | 0.0 (10) | — (0) |" in markdown
-    assert "| Qwen2-Audio (published) | 91.9 | 23.6 | 78.0 | 25.7 | — | 91.1 |" in markdown
+    assert "| aqua-replay (path=replies-base) | aqua-rules | 75.0 (120) | 33.3 (90) |" in markdown
+    assert "| aqua-always-reject | aqua-rules | 0.0 (10) | — (0) |" in markdown
+    # All tracks pooled: Ori 2 of 20 Solvable items; CA over the 2 clips with Solvable right.
+    assert "| 10.0 (20) | 100.0 (2) | 100.0 (2) | 100.0 (2) | 0.0 (80) |" in markdown
+    published = "| Qwen2-Audio (published) | authors' rule (official), published | 91.9 | 23.6 |"
+    assert published in markdown
     assert "copied from Kuan & Lee" in markdown and "text-only" in markdown
     published = next(r for r in rows if r["model"] == "GPT-4o-Audio (published)")
     assert published["published"] == "1" and "music_ori" not in published  # no run has music
 
 
-def test_report_chart_is_a_png_with_a_panel_per_track_and_bars_per_model(runs, tmp_path):
+def test_report_chart_shows_intervals_n_the_both_right_share_and_each_rows_extractor(
+    runs, tmp_path
+):
     table = report.build_table(
-        [report.load_run(runs["reject"]), report.load_run(runs["base"])], labels=["rej", "base"]
+        [report.load_run(runs["reject"]), report.load_run(runs["base"])],
+        labels=["rej", "base"],
+        published=True,
     )
-    written = report.write_report(table, tmp_path)
+    written = report.write_report(table, tmp_path, vector="pdf")
     png = written["chart"].read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    assert written["chart_vector"].read_bytes()[:5] == b"%PDF-"
     fig = report.plot_table(table)
-    assert [ax.get_title(loc="left") for ax in fig.axes] == ["Animal", "Vocal"]
-    bars = {p.get_gid(): p.get_height() for p in fig.axes[0].patches}
-    assert len(fig.axes[0].patches) == 2 * 4
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    assert titles == ["Animal", "Vocal", "All tracks (clips pooled)"]
+    animal, vocal, pooled = fig.axes
+    bars = {p.get_gid(): p.get_height() for p in animal.patches}
     assert bars["animal|base|Ori"] == pytest.approx(75.0)
     assert bars["animal|base|AAD"] == pytest.approx(100 * 30 / 90)
-    vocal = {p.get_gid(): p.get_height() for p in fig.axes[1].patches}
-    assert vocal["vocal|base|Ori"] == 0.0  # the replay run has no vocal task
+    # Inside each CA bar, the clips right on both items: Ori × CA.
+    assert bars["animal|base|AAD|joint"] == pytest.approx(75.0 * 100 * 30 / 90 / 100)
+    # Rejecting everything: CA 100 % but only the 20 % of Vocal clips right on both.
+    vocal_bars = {p.get_gid(): p.get_height() for p in vocal.patches}
+    assert vocal_bars["vocal|rej|IAQD"] == 100.0
+    assert vocal_bars["vocal|rej|IAQD|joint"] == pytest.approx(20.0)
+    assert "vocal|base|Ori" not in vocal_bars  # the replay run has no vocal task
+    texts = {t.get_gid(): t.get_text() for t in animal.texts}
+    assert texts["animal|base|AAD|label"] == "33\nn=90"
+    assert texts["animal|rej|AAD|label"] == "n/a"  # undefined, not an empty bar
+    # A CA below 1 % is written out (0.4), not a bar that looks like missing data.
+    assert texts["animal|Audio Flamingo 3 (published)|IASD|label"] == "0.4"
+    # 95 % intervals: Wilson for Ori, clip bootstrap for CA.
+    whiskers = {c.get_gid(): c for c in animal.collections}
+    (segment,) = whiskers["animal|base|Ori|interval"].get_segments()
+    assert segment[:, 1] == pytest.approx([100 * x for x in wilson_interval(90, 120)])
+    labels = [t.get_text() for t in pooled.get_xticklabels()]
+    assert labels[:2] == ["rej\n[aqua-rules]", "base\n[aqua-rules]"]
+    assert labels[2] == "Qwen2-Audio (published)\n[authors' rule (official), published]"
+    pooled_bars = {p.get_gid(): p.get_height() for p in pooled.patches}
+    assert pooled_bars["all|rej|Ori"] == pytest.approx(10.0)
+    assert not any("published" in gid for gid in pooled_bars)  # no pooled published figure
+
+
+def test_report_rescores_runs_with_the_authors_rule_for_comparison(runs, tmp_path, capsys):
+    code = cli_report.main(
+        [
+            str(runs["base"]),
+            *("--extractor", "aqua-rules", "--extractor", "official"),
+            *("--out", str(tmp_path), "--no-chart", "--json"),
+        ]
+    )
+    assert code == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    ours, official = rows[0], rows[1]
+    assert ours["extractor"] == "aqua-rules" and official["extractor"] == "official"
+    assert ours["label"].endswith("[aqua-rules]") and official["label"].endswith("[official]")
+    # Replies "The answer is (x) ..." are read as (e) by the authors' rule ("the").
+    assert official["cells"]["animal"]["Ori"]["value"] < ours["cells"]["animal"]["Ori"]["value"]
+    low, high = ours["cells"]["animal"]["Ori"]["low"], ours["cells"]["animal"]["Ori"]["high"]
+    assert low < ours["cells"]["animal"]["Ori"]["value"] < high
+    results_only = tmp_path / "results.json"
+    shutil.copy(max(runs["base"].rglob("results_*.json")), results_only)
+    code = cli_report.main([str(results_only), "--extractor", "official", "--out", str(tmp_path)])
+    assert code == 2 and "--log_samples" in capsys.readouterr().err
 
 
 def test_report_names_the_newest_of_several_results_files_and_labels_override(
@@ -331,6 +385,19 @@ def test_regress_passes_a_run_against_itself_and_noise_below_threshold(runs, cap
         *("--max-drop", "60"),
     )
     assert code == 0
+
+
+def test_the_gate_tests_each_track_not_the_pooled_all_tracks_row(runs, capsys):
+    # docs/ci.md: the gate compares per-track figures only; the pooled `aqua` row that the
+    # results files of these two-track runs hold is derived from them and not tested again.
+    assert "aqua" in json.loads(max(runs["reject"].rglob("results_*.json")).read_text())["results"]
+    code, out, err = regress(
+        capsys, "--baseline", str(runs["reject"]), "--candidate", str(runs["reject"]), "--json"
+    )
+    assert code == 0, err
+    compared = {(c["task"], c["metric"]) for c in json.loads(out)["comparisons"]}
+    assert {task for task, _ in compared} == {"aqua_animal", "aqua_vocal"}
+    assert len(compared) == 2 * len(TESTED_METRICS)
 
 
 def _edit_samples(run: Path, dest: Path, edit) -> Path:

@@ -6,13 +6,17 @@ more, and gets it here, from internals of lm-eval 0.4.13:
 
 - `patch_evaluate`: wraps `lm_eval.evaluator.evaluate` (which `simple_evaluate` looks up at
   call time) so each evaluation runs in its own judge session, after an optional step that
-  sees the built tasks before any request is made;
+  sees the built tasks before any request is made, and is followed by an optional step that
+  fixes up the results dict before lm-eval prints and saves it;
 - `built_tasks`: the task objects inside the `task_dict` evaluate() receives;
-- `aggregation_site`: the task and filter of the aggregation call in progress, read from the
-  caller's frame (`task`, `filter_key` locals of lm-eval's aggregation loop);
+- `aggregation_site`, `aggregating_task`: the task and filter of the aggregation call in
+  progress, read from the caller's frame (`task`, `filter_key` locals of lm-eval's
+  aggregation loop);
 - `predict_only`, `take_over_metric`: the private per-task tables `_metric_fn_list`,
   `_metric_fn_kwargs`, `_aggregation_list` and `_higher_is_better`;
-- `tracker_output_folder`: where `EvaluationTracker` writes samples for the model.
+- `tracker_output_folder`: where `EvaluationTracker` writes samples for the model;
+- `patch_make_table`: `lm_eval.utils.make_table` (looked up at call time by the CLI) builds
+  its Markdown with pytablewriter, which re-formats a column of numbers to one precision.
 
 A new lm-eval version is supported by changing this module (and TESTED_LM_EVAL_VERSIONS) only.
 """
@@ -20,47 +24,74 @@ A new lm-eval version is supported by changing this module (and TESTED_LM_EVAL_V
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .judge_pass import evaluation_session
 
 # lm-eval versions the end-to-end tests run against.
 TESTED_LM_EVAL_VERSIONS = ("0.4.13",)
-# Attribute of our evaluate() wrapper: the preparation step it runs (None: none).
+# Attribute of our evaluate() wrapper: the EvaluateHooks it runs.
 PATCH_MARK = "_orca_prepare"
 # lm-eval's name for the metric table entry of --predict_only runs.
 PREDICT_ONLY_METRIC = "bypass"
+# evaluate()'s default of the argument that also switches stderr computation off (0).
+DEFAULT_BOOTSTRAP_ITERS = 100000
 
 Prepare = Callable[[Mapping[str, Any]], object]
+# finish(task_dict, results, bootstrap_iters) -> the results dict lm-eval prints and saves.
+Finish = Callable[[Mapping[str, Any], dict, int], dict]
 
 
-def patch_evaluate(prepare: Prepare | None = None) -> None:
-    """Run each lm-eval evaluate() in a fresh judge session, calling `prepare(task_dict)` first.
+class EvaluateHooks(NamedTuple):
+    """The steps our evaluate() wrapper runs before and after lm-eval's evaluate()."""
 
-    Idempotent; a call with `prepare` replaces a wrapper installed without one.
+    prepare: Prepare | None
+    finish: Finish | None
+
+
+def patch_evaluate(prepare: Prepare | None = None, finish: Finish | None = None) -> None:
+    """Run each lm-eval evaluate() in a fresh judge session, between `prepare` and `finish`.
+
+    `prepare(task_dict)` runs before any request is built; `finish(task_dict, results,
+    bootstrap_iters)` returns the results dict evaluate() hands back. Idempotent; a hook
+    given replaces the installed one of its kind, a hook not given keeps it.
     """
     from lm_eval import evaluator
 
     current = evaluator.evaluate
     if hasattr(current, PATCH_MARK):
-        if prepare is None or getattr(current, PATCH_MARK) is prepare:
+        installed = getattr(current, PATCH_MARK)
+        hooks = EvaluateHooks(prepare or installed.prepare, finish or installed.finish)
+        if hooks == installed:
             return
         current = current.__wrapped__
+    else:
+        hooks = EvaluateHooks(prepare, finish)
 
     @functools.wraps(current)
     def evaluate(*args: Any, **kwargs: Any) -> Any:
         task_dict = kwargs["task_dict"] if "task_dict" in kwargs else args[1]
         # A repeated identical evaluation must load, judge and write its per-item file again.
         with evaluation_session():
-            if prepare is not None:
-                prepare(task_dict)
-            return current(*args, **kwargs)
+            if hooks.prepare is not None:
+                hooks.prepare(task_dict)
+            results = current(*args, **kwargs)
+        if hooks.finish is None or results is None:  # None: not rank 0
+            return results
+        return hooks.finish(task_dict, results, _bootstrap_iters(current, args, kwargs))
 
-    setattr(evaluate, PATCH_MARK, prepare)
+    setattr(evaluate, PATCH_MARK, hooks)
     evaluator.evaluate = evaluate
+
+
+def _bootstrap_iters(function: Callable, args: tuple, kwargs: Mapping[str, Any]) -> int:
+    bound = inspect.signature(function).bind_partial(*args, **kwargs).arguments
+    value = bound.get("bootstrap_iters", DEFAULT_BOOTSTRAP_ITERS)
+    return int(value) if value else 0
 
 
 def built_tasks(task_dict: Mapping[str, Any]) -> list[Any]:
@@ -76,22 +107,28 @@ def built_tasks(task_dict: Mapping[str, Any]) -> list[Any]:
     return found
 
 
-def aggregation_site() -> tuple[str | None, str | None]:
-    """Task and filter of the lm-eval aggregation call in progress (None when not found).
+def aggregating_task() -> tuple[Any, str | None]:
+    """Task object and filter of the lm-eval aggregation call in progress (None when not found).
 
-    Called by an aggregation function, whose caller is lm-eval's loop over the
-    (metric, filter_key) pairs of one task.
+    Called (directly or one call deeper) by an aggregation function, whose caller is
+    lm-eval's loop over the (metric, filter_key) pairs of one task.
     """
     frame = sys._getframe(2)
-    for _ in range(4):
+    for _ in range(5):
         if frame is None:
             break
         local = frame.f_locals
         task = local.get("task")
         if isinstance(local.get("filter_key"), str) and hasattr(task, "task_name"):
-            return str(task.task_name), local["filter_key"]
+            return task, local["filter_key"]
         frame = frame.f_back
     return None, None
+
+
+def aggregation_site() -> tuple[str | None, str | None]:
+    """Task name and filter of the lm-eval aggregation call in progress (None when not found)."""
+    task, filter_key = aggregating_task()
+    return (None if task is None else str(task.task_name)), filter_key
 
 
 def predict_only(task: Any) -> bool:
@@ -130,6 +167,56 @@ def tracker_output_folder(tracker: Any) -> Callable[[], Path | None]:
         return path / str(model) if model else path
 
     return folder
+
+
+# Attribute of our make_table wrapper; positions of make_table's Value and Stderr columns.
+TABLE_MARK = "_aqua_as_formatted"
+FORMATTED_COLUMNS = (6, 8)
+
+
+def _as_formatted(writer_class: type) -> type:
+    """A pytablewriter writer class that prints the Value and Stderr cells as given."""
+    from pytablewriter.style import Style
+    from typepy import String
+
+    class AsFormatted(writer_class):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            width = max(FORMATTED_COLUMNS) + 1
+            self.type_hints = [String if i in FORMATTED_COLUMNS else None for i in range(width)]
+            self.column_styles = [
+                Style(align="right") if i in FORMATTED_COLUMNS else Style() for i in range(width)
+            ]
+
+    return AsFormatted
+
+
+def patch_make_table() -> None:
+    """lm-eval's printed results table shows counts as integers, not as `1440.0000`.
+
+    make_table already formats floats to 4 decimals and stderrs itself; pytablewriter then
+    re-formats the whole column as numbers of one precision. The wrapper has it print the
+    cells as make_table formatted them. Idempotent.
+    """
+    from lm_eval import utils
+
+    current = utils.make_table
+    if hasattr(current, TABLE_MARK):
+        return
+
+    @functools.wraps(current)
+    def make_table(*args: Any, **kwargs: Any) -> str:
+        import pytablewriter
+
+        original = pytablewriter.MarkdownTableWriter
+        pytablewriter.MarkdownTableWriter = _as_formatted(original)
+        try:
+            return current(*args, **kwargs)
+        finally:
+            pytablewriter.MarkdownTableWriter = original
+
+    setattr(make_table, TABLE_MARK, True)
+    utils.make_table = make_table
 
 
 def fill_registries() -> None:
