@@ -8,7 +8,10 @@ and `metric: orca` registered (after lm-eval's own), and the command-line run ad
 
 from __future__ import annotations
 
+import sys
 from types import ModuleType
+
+PACKAGES = ("aqua_tasks", "orca_judge")
 
 
 def unsupported_version() -> str | None:
@@ -31,10 +34,25 @@ def on_task_manager(module: ModuleType) -> None:
     index_task_folder(module.TaskManager)
 
 
+def own_import_underway() -> bool:
+    """Whether a module of this package is still executing (and imported lm-eval itself)."""
+    # importlib marks a module's spec while its code runs.
+    return any(
+        name.partition(".")[0] in PACKAGES
+        and getattr(getattr(module, "__spec__", None), "_initializing", False)
+        for name, module in list(sys.modules.items())
+    )
+
+
 def on_evaluator(module: ModuleType) -> None:
     """lm_eval.evaluator imported: register our models (after lm-eval's own) and metric orca."""
     from aqua_tasks.registration import register_all
 
+    if own_import_underway():
+        # e.g. aqua-eval's own register_all() importing the metric, which imports the
+        # evaluator: registering from here would meet its modules half-initialised, and the
+        # caller registers everything itself once they are loaded.
+        return
     register_all()
 
 
