@@ -126,8 +126,9 @@ def runs(work) -> dict[str, subprocess.CompletedProcess]:
             [BIN / "aqua-eval", *human_args, "--predict_only", "--output_path", root / "predict"],
             {},
         ),
+        # Plain lm_eval: the start-up hook checks the judge before any generation too.
         "wrong": (
-            [BIN / "aqua-eval", "--model", "dummy", "--tasks", "tiny_qa",
+            [BIN / "lm_eval", "--model", "dummy", "--tasks", "tiny_qa",
              "--include_path", wrong_dir, "--output_path", root / "wrong", "--log_samples"],
             {},
         ),
