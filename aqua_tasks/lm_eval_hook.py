@@ -2,11 +2,11 @@
 
 lm-eval 0.4.13 discovers no plugins. The package installs a `.pth` file that calls
 `install()` at every Python start; `install()` only puts a finder on `sys.meta_path` that
-answers no import itself. When lm-eval's own modules finish importing, it hands them to
-`aqua_tasks.lm_eval_plugin` (task folder indexed, models and metric registered, the CLI run
-extended). A process that never imports lm-eval pays for this module and one string lookup
-per import. Standard library only, and nothing here may raise: any failure ends in one
-warning and plain lm-eval as it is.
+answers for three lm-eval modules and passes on every other import. When those modules
+finish importing, it hands them to `aqua_tasks.lm_eval_plugin` (task folder indexed, models
+and metric registered, the CLI run extended). A process that never imports lm-eval pays for
+this module and one dictionary lookup per import. Standard library only, and nothing here
+may raise: any failure ends in one warning and plain lm-eval as it is.
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ def enabled(environ: dict[str, str] | None = None) -> bool:
 
 
 class LmEvalImportHook:
-    """A meta-path finder that finds nothing; it wraps the loading of lm-eval's trigger modules."""
+    """A meta-path finder for lm-eval's trigger modules only: their real spec, with a call added."""
 
     def __init__(self) -> None:
         self.pending = dict(TRIGGERS)
         self.failed = False
 
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> object:
-        """None always; for a trigger module, first arrange a call once it has executed."""
+        """A trigger module's spec, calling the plugin once it has executed; else None."""
         if fullname not in self.pending:
             return None
         try:
