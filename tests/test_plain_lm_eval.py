@@ -1,8 +1,8 @@
 """Plain `lm_eval` with the package installed: AQUA tasks, our models and a bare `metric: orca`.
 
 The start-up hook (`aqua_tasks.lm_eval_hook`, installed as a `.pth` file) is checked in real
-processes: the editable install of this environment, a wheel installed into a throwaway
-environment and removed again, and an lm-eval version outside the tested range.
+processes: the editable install of this environment and a wheel installed into a throwaway
+environment and removed again.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from orca_fixtures import tiny_trained_checkpoint, write_jsonl
 
-from aqua_tasks.lm_eval_hook import ENV_SWITCH, LmEvalImportHook, enabled
+from aqua_tasks.lm_eval_hook import ENV_SWITCH, TRIGGERS, LmEvalImportHook, enabled
 from aqua_tasks.registration import task_config_dir, with_task_folder
 
 pytestmark = pytest.mark.slow
@@ -146,6 +146,7 @@ def test_plain_lm_eval_gives_aqua_eval_numbers_for_aqua_tasks_and_a_users_orca_t
         ), task
     assert plain_results["results"]["aqua_animal"]["n_items,none"] == LIMIT
     assert plain_results["config"]["model"] == "aqua-always-reject"
+    assert plain_results["configs"]["aqua_music"]["metadata"]["audio"] is False
     for proc in (plain, aqua):
         # The paper-layout table once, after lm-eval's own; no hook warning.
         assert proc.stdout.count("AQUA-Bench (paper layout, %)") == 1
@@ -230,18 +231,6 @@ def test_models_of_lm_eval_stay_next_to_ours_after_lm_eval_imports():
     assert "orca" in metric_registry
 
 
-VERSION_PROBE = """
-import json, lm_eval
-lm_eval.__version__ = "0.4.99"
-import lm_eval.evaluator
-from lm_eval.api.registry import model_registry
-from lm_eval.tasks import TaskManager
-print(json.dumps({
-    "ours": "aqua-always-reject" in model_registry,
-    "patched": hasattr(TaskManager.__init__, "_indexes_aqua_tasks"),
-}))
-"""
-
 WHEEL_PROBE = """
 import json, sys, aqua_tasks, lm_eval.evaluator
 from lm_eval.api.registry import model_registry
@@ -259,12 +248,23 @@ HOOKS_PROBE = (
 )
 
 
-def test_untested_lm_eval_version_is_a_no_op_with_one_warning():
-    proc = run(sys.executable, "-c", VERSION_PROBE)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert json.loads(proc.stdout.splitlines()[-1]) == {"ours": False, "patched": False}
-    assert proc.stderr.count(HOOK_OFF) == 1
-    assert "lm-eval 0.4.99 is not a version this package is tested with (0.4.13)" in proc.stderr
+def test_untested_lm_eval_version_is_a_no_op_with_one_warning(monkeypatch, caplog):
+    import lm_eval
+    from lm_eval.tasks import manager
+
+    from aqua_tasks import lm_eval_plugin
+
+    called = []
+    monkeypatch.setattr(lm_eval, "__version__", "0.4.99")
+    for action in TRIGGERS.values():
+        monkeypatch.setattr(lm_eval_plugin, action, called.append)
+    hook = LmEvalImportHook()
+    with caplog.at_level(logging.WARNING, logger="aqua_tasks.lm_eval_hook"):
+        for name in TRIGGERS:
+            hook.fire(name, manager)
+    assert called == [] and not hook.pending
+    (warning,) = [r.getMessage() for r in caplog.records if HOOK_OFF in r.getMessage()]
+    assert "lm-eval 0.4.99 is not a version this package is tested with (0.4.13)" in warning
 
 
 def _copy_project(target: Path) -> Path:

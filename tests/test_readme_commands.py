@@ -149,6 +149,22 @@ def concrete(command: str, values: dict[str, str]) -> str:
     return command
 
 
+def table_values(stdout: str) -> dict[tuple[str, str], float]:
+    """(task, metric) -> value from lm-eval's printed results table."""
+    values: dict[tuple[str, str], float] = {}
+    task = ""
+    for line in stdout.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 7 or not line.startswith("|"):
+            continue
+        task = cells[0] or task
+        try:
+            values[task, cells[4]] = float(cells[6])
+        except ValueError:
+            continue
+    return values
+
+
 def run_shell(command: str, cwd: Path, env: dict) -> dict:
     proc = subprocess.run(
         ["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
@@ -265,15 +281,18 @@ def test_readme_runs_give_aqua_tables_orca_figures_and_reports(ran):
     assert {"aqua_animal", "aqua_music", "aqua_vocal"} <= set(got)
     assert got["aqua_animal"]["n_items,none"] == AQUA_LIMIT
 
+    # The API run answers "(e) None of the above" to every item, text-only.
     api = next(r for c, r in ran.items() if "local-chat-completions" in c)
-    assert "aqua_vocal" in api["out"] and "text-only run" in api["err"]
+    assert "text-only run" in api["err"]
+    table = table_values(api["out"])
+    for task in ("aqua_animal", "aqua_music", "aqua_vocal"):
+        assert table[task, "n_items"] == AQUA_LIMIT and table[task, "unparsed_rate"] == 0.0
+        assert table[task, "acc_aad"] == 1.0 and table[task, "acc_iasd"] == 1.0
 
     (orca_run,) = (work / "out").rglob("results_*.json")
     figures = json.loads(orca_run.read_text())["results"]["my_task"]
     assert figures["orca_with_question,none"] == 1.0
     assert 0.0 <= figures["orca,none"] <= 1.0
-    items = [json.loads(line) for line in (work / "items.jsonl").read_text().splitlines()]
-    assert [i["question"] for i in items] == [i["question"] for i in synthetic_items(4, 5, "mt")]
     assert (work / "predictions.jsonl").is_file()
     assert (work / "report" / "table.md").is_file()
     assert (work / "summary.md").read_text().strip()
