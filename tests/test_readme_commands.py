@@ -87,12 +87,12 @@ def runnable(command: str) -> str:
 
 
 class _ChatServer(BaseHTTPRequestHandler):
-    """An OpenAI-compatible chat endpoint that always picks the rejection option."""
+    """An OpenAI-compatible chat endpoint that always rejects."""
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length", 0))
         self.rfile.read(length)
-        message = {"role": "assistant", "content": "(e) None of the above"}
+        message = {"role": "assistant", "content": "None of the above."}
         payload = {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
         data = json.dumps(payload).encode()
         self.send_response(200)
@@ -281,7 +281,7 @@ def test_readme_runs_give_aqua_tables_orca_figures_and_reports(ran):
     assert {"aqua_animal", "aqua_music", "aqua_vocal"} <= set(got)
     assert got["aqua_animal"]["n_items,none"] == AQUA_LIMIT
 
-    # The API run answers "(e) None of the above" to every item, text-only.
+    # The API run answers "None of the above." to every item, text-only.
     api = next(r for c, r in ran.items() if "local-chat-completions" in c)
     assert "text-only run" in api["err"]
     table = table_values(api["out"])
