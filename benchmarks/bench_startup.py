@@ -3,7 +3,8 @@
 1. Hook cost. Child interpreters start without `site` (`-S`), then process this
    environment's `.pth` files themselves — all of them (hooked) or all but the hook's
    (baseline) — and import a fixed set of standard-library modules (every import passes the
-   hook's finder). Interleaved runs; medians of the in-child times and their difference.
+   hook's finder). Bytecode caches on, as for an installed package; one warm-up child each.
+   Interleaved runs; medians of the in-child times and their difference.
 2. lm-eval runs of `aqua_animal` text-only on 4 items with lm-eval's `dummy` model: plain
    `lm_eval` with the hook, `lm_eval --include_path` with the hook off (lm-eval as it is),
    and `aqua-eval`. Medians over interleaved repeats and ratios against the hook-off run.
@@ -53,7 +54,9 @@ print(json.dumps({{"pth_ms": (t1 - t0) * 1e3, "imports_ms": (t2 - t1) * 1e3, "ho
 def _child(skip: str) -> dict:
     folder = sysconfig.get_path("purelib")
     code = CHILD.format(workload=WORKLOAD)
-    env = {k: v for k, v in os.environ.items() if k != ENV_SWITCH}
+    # As installed packages run: with bytecode caches (PYTHONDONTWRITEBYTECODE would make
+    # every start compile our modules from source).
+    env = {k: v for k, v in os.environ.items() if k not in (ENV_SWITCH, "PYTHONDONTWRITEBYTECODE")}
     start = time.perf_counter()
     # Started outside the repository, so that only the installed package can be imported.
     proc = subprocess.run(
@@ -75,6 +78,7 @@ def hook_cost(repeats: int) -> dict:
     if not (Path(sysconfig.get_path("purelib")) / HOOK_FILE).is_file():
         raise SystemExit(f"{HOOK_FILE} is not installed in this environment")
     runs: dict[str, list[dict]] = {"baseline": [], "hooked": []}
+    _child(HOOK_FILE), _child("")  # warm-up: file caches and bytecode written
     for _ in range(repeats):  # interleaved so machine noise hits both alike
         runs["baseline"].append(_child(HOOK_FILE))
         runs["hooked"].append(_child(""))
