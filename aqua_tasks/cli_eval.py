@@ -6,7 +6,7 @@ import sys
 from collections.abc import Sequence
 
 from aqua_tasks.cli_common import fail
-from aqua_tasks.harness_cli import check_run_settings, cli_run, report, user_errors
+from aqua_tasks.harness_cli import check_run_settings, command_line_run, report, user_errors
 from aqua_tasks.registration import register_all, task_config_dir
 
 PROG = "aqua-eval"
@@ -35,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # lm-eval's parser reads sys.argv itself (it inserts the implicit `run` subcommand there).
     sys.argv = [PROG, *(sys.argv[1:] if argv is None else argv)]
     try:
-        with cli_run() as record:
+        with command_line_run() as record:
             parser = HarnessCLI()
             parser._parser.prog = PROG
             parser._parser.description = (

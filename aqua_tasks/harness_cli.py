@@ -5,9 +5,9 @@
 - the paper-layout table after lm-eval's own, and judge failures repeated at the end with a
   non-zero exit.
 
-`aqua-eval` opens `cli_run()` around lm-eval's CLI; under plain `lm_eval` the start-up hook
-wraps lm-eval's `run` command with `extend_run_command`. Inside `aqua-eval` the wrapped
-command sees the open run and adds nothing twice.
+`aqua-eval` opens `command_line_run()` around lm-eval's CLI; under plain `lm_eval` the
+start-up hook wraps lm-eval's `run` command with `extend_run_command`. Inside `aqua-eval`
+the wrapped command sees the open run and adds nothing twice.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ _ACTIVE: ContextVar[CliRun | None] = ContextVar("aqua_cli_run", default=None)
 
 
 @contextmanager
-def cli_run() -> Iterator[CliRun]:
+def command_line_run() -> Iterator[CliRun]:
     """Within: lm_eval.simple_evaluate runs in a judge session, keeping results (re-entrant)."""
     active = _ACTIVE.get()
     if active is not None:
@@ -121,7 +121,7 @@ def extend_run_command(run_cls: type, prog: str = "lm_eval") -> None:
             return
         try:
             check_run_settings(args)
-            with cli_run() as record:
+            with command_line_run() as record:
                 execute(args)
         except Exception as err:
             if not isinstance(err, user_errors()):
