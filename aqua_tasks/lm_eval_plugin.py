@@ -8,8 +8,10 @@ and `metric: orca` registered (after lm-eval's own), and the command-line run ad
 
 from __future__ import annotations
 
+import functools
 import sys
 from types import ModuleType
+from typing import Any
 
 PACKAGES = ("aqua_tasks", "orca_judge")
 
@@ -49,11 +51,27 @@ def on_evaluator(module: ModuleType) -> None:
     from aqua_tasks.registration import register_all
 
     if own_import_underway():
-        # e.g. aqua-eval's own register_all() importing the metric, which imports the
-        # evaluator: registering from here would meet its modules half-initialised, and the
-        # caller registers everything itself once they are loaded.
+        # e.g. aqua-eval's register_all() importing the metric, which imports the evaluator:
+        # registering now would meet our modules half-initialised. Do it when the first
+        # evaluation starts instead (a no-op if the caller has registered by then).
+        register_on_first_evaluation(module)
         return
     register_all()
+
+
+def register_on_first_evaluation(evaluator: ModuleType) -> None:
+    """Call register_all() at the start of the evaluator's first simple_evaluate()."""
+    from aqua_tasks.registration import register_all
+
+    original = evaluator.simple_evaluate
+
+    @functools.wraps(original)
+    def simple_evaluate(*args: Any, **kwargs: Any) -> Any:
+        evaluator.simple_evaluate = original
+        register_all()
+        return original(*args, **kwargs)
+
+    evaluator.simple_evaluate = simple_evaluate
 
 
 def on_cli_run(module: ModuleType) -> None:

@@ -217,27 +217,16 @@ def test_a_failing_hook_warns_once_and_never_breaks_the_import(tmp_path, monkeyp
     assert hook not in sys.meta_path and not hook.pending
 
 
-def test_models_of_lm_eval_stay_next_to_ours_after_lm_eval_imports():
-    import lm_eval.evaluator  # noqa: F401  (the hook registers on this import)
-    from lm_eval.api.registry import get_model, metric_registry
-
-    from aqua_tasks.models import MODELS
-
-    assert get_model("dummy").__name__ == "DummyLM"
-    assert get_model("hf").__name__ == "HFLM"
-    for name, cls in MODELS.items():
-        assert get_model(name) is cls
-    assert get_model("orca-replay").__name__ == "OrcaReplayLM"
-    assert "orca" in metric_registry
-
-
 WHEEL_PROBE = """
 import json, sys, aqua_tasks, lm_eval.evaluator
-from lm_eval.api.registry import model_registry
+from lm_eval.api.registry import get_model, metric_registry
 from lm_eval.tasks import TaskManager
+from aqua_tasks.models import MODELS
 print(json.dumps({
     "package": aqua_tasks.__file__,
-    "ours": "aqua-always-reject" in model_registry,
+    "ours": all(get_model(name) is cls for name, cls in MODELS.items())
+        and get_model("orca-replay").__name__ == "OrcaReplayLM" and "orca" in metric_registry,
+    "lm_eval_own": [get_model("dummy").__name__, get_model("hf").__name__],
     "patched": hasattr(TaskManager.__init__, "_indexes_aqua_tasks"),
 }))
 """
@@ -311,6 +300,7 @@ def test_wheel_install_carries_the_hook_and_uninstall_removes_it(tmp_path):
     found = json.loads(probe.stdout.splitlines()[-1])
     assert Path(found["package"]).is_relative_to(venv)
     assert found["ours"] and found["patched"]
+    assert found["lm_eval_own"] == ["DummyLM", "HFLM"]  # registered after lm-eval's own
     assert HOOK_OFF not in probe.stderr
 
     removed = run(*pip, *target, "uninstall", "-y", "-q", "aqua-bench-eval")
