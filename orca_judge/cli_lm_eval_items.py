@@ -31,7 +31,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="mirror the plain `!function` form: no question, rationale, transcript, rating",
     )
     defaults = OrcaMetricSettings(checkpoint=NOT_LOADED)
-    for name in ("question", "rationale", "transcript", "ratings", "id"):
+    parser.add_argument(
+        "--question-field",
+        default=defaults.question_field,
+        help="doc field with the question (default: `question` if the doc has one, else the "
+        "prompt lm-eval sent; '' for none; as the metric entry's question_field)",
+    )
+    for name in ("rationale", "transcript", "ratings", "id"):
         parser.add_argument(
             f"--{name}-field",
             default=getattr(defaults, f"{name}_field"),

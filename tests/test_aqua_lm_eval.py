@@ -6,17 +6,13 @@ import json
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from aqua_tasks.data import TRACK_FILE_STEMS, load_json_file
-from aqua_tasks.registration import task_config_dir
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -227,7 +223,7 @@ def test_the_aqua_group_shows_pooled_figures_not_lm_evals_mean(saved_replies, re
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
-    from aqua_tasks.registration import register_all
+    from aqua_tasks.registration import register_all, task_config_dir
     from aqua_tasks.results_table import paper_table
 
     # First 10 clips per track: Animal's Solvable is right on clips 1, 2, 4, 5, 7, 8 and its
@@ -331,68 +327,3 @@ def test_missing_data_dir_is_a_clear_error_with_download_instruction(tmp_path):
     )
     assert proc.returncode != 0
     assert "no data_dir given" in proc.stderr and "authors' public repository" in proc.stderr
-
-
-class _CompletionServer(BaseHTTPRequestHandler):
-    """An OpenAI-compatible completions endpoint that always rejects."""
-
-    def do_POST(self):
-        length = int(self.headers.get("Content-Length", 0))
-        body = json.loads(self.rfile.read(length) or b"{}")
-        prompts = body.get("prompt")
-        count = len(prompts) if isinstance(prompts, list) else 1
-        payload = {
-            "choices": [
-                {"index": i, "text": "None of the above.", "finish_reason": "stop"}
-                for i in range(count)
-            ]
-        }
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
-
-def test_plain_lm_eval_runs_aqua_tasks_text_only_with_a_builtin_api_model(tmp_path, released_dir):
-    if shutil.which("lm_eval", path=str(BIN)) is None:
-        pytest.fail("lm_eval console script not installed")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _CompletionServer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        # No audio root at all: a text-only run needs none.
-        metadata = {"data_dir": str(released_dir), "audio": False}
-        url = f"http://127.0.0.1:{server.server_port}/v1/completions"
-        proc = run_cli(
-            BIN / "lm_eval",
-            "--model",
-            "local-completions",
-            "--model_args",
-            f"base_url={url},model=stub,tokenizer_backend=none,max_retries=1",
-            "--include_path",
-            task_config_dir(),
-            "--tasks",
-            "aqua_*",
-            "--limit",
-            "8",
-            "--metadata",
-            json.dumps(metadata),
-            "--output_path",
-            tmp_path,
-        )
-    finally:
-        server.shutdown()
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    results = results_of(tmp_path)
-    assert set(results["results"]) == {"aqua_animal", "aqua_music", "aqua_vocal"}
-    assert results["configs"]["aqua_music"]["metadata"]["audio"] is False
-    assert "text-only run" in proc.stderr
-    for task in ("aqua_animal", "aqua_music", "aqua_vocal"):
-        m = metrics_of(results, task)
-        assert m["n_items"] == 8 and m["unparsed_rate"] == 0.0
-        assert m["acc_aad"] == 1.0 and m["acc_iasd"] == 1.0  # "None of the above" is right there

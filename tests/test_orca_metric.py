@@ -118,15 +118,17 @@ def runs(work) -> dict[str, subprocess.CompletedProcess]:
         "plain": (
             [BIN / "lm_eval", "--model", "dummy", "--tasks", "tiny_qa_plain",
              "--include_path", root / "plain", "--output_path", root / "plain_run"],
-            {"ORCA_OUTPUT_DIR": str(root / "plain_items")},
+            # The start-up hook off: plain lm-eval as it is, the metric through !function only.
+            {"ORCA_OUTPUT_DIR": str(root / "plain_items"), "AQUA_LM_EVAL_HOOK": "0"},
         ),
         "human": ([BIN / "aqua-eval", *human_args, "--output_path", root / "human"], {}),
         "predict": (
             [BIN / "aqua-eval", *human_args, "--predict_only", "--output_path", root / "predict"],
             {},
         ),
+        # Plain lm_eval: the start-up hook checks the judge before any generation too.
         "wrong": (
-            [BIN / "aqua-eval", "--model", "dummy", "--tasks", "tiny_qa",
+            [BIN / "lm_eval", "--model", "dummy", "--tasks", "tiny_qa",
              "--include_path", wrong_dir, "--output_path", root / "wrong", "--log_samples"],
             {},
         ),
@@ -186,11 +188,13 @@ def test_third_party_yaml_gets_orca_figures_from_one_pass_per_task_and_filter(ru
             assert got[f"orca_disagreement,{filter_name}"] == pytest.approx(var, abs=1e-5)
             assert got[f"orca_with_question,{filter_name}"] == 1.0
     inputs = results["configs"]["tiny_qa"]["metadata"]["orca_inputs"]
-    assert inputs["question"] == "question"
+    assert inputs["question"] == "doc.question if present, else doc_to_text"
+    assert {r["inputs"]["question_from"] for r in rows_of(files[0])} == {"doc.question"}
 
 
 def test_plain_lm_eval_function_form_records_that_the_judge_saw_no_question(runs, work, judge):
     _ok(runs["plain"])
+    assert "start-up hook" not in runs["plain"].stderr  # switched off: silent
     got = results_of(work["root"] / "plain_run")["results"]["tiny_qa_plain"]
     assert got["orca_with_question,whole"] == 0.0
     (path,) = sorted((work["root"] / "plain_items").glob("orca_tiny_qa_plain_whole_*.jsonl"))

@@ -9,6 +9,9 @@ from typing import Any
 from .settings import OrcaMetricSettings
 
 PAYLOAD_MARK = "orca_figure"
+# Where the judge's question comes from when the entry names no field.
+DEFAULT_QUESTION_FIELD = "question"
+PROMPT_SOURCE = "doc_to_text"
 FIGURES = ("orca", "orca_disagreement", "orca_with_question")
 AGREEMENT_FIGURES = ("orca_rho", "orca_tau", "orca_mae")
 HIGHER_IS_BETTER = MappingProxyType(
@@ -38,6 +41,35 @@ def candidate_text(result: Any) -> str:
     return _text(result)
 
 
+def needs_prompt(settings: OrcaMetricSettings | None, doc: Mapping[str, Any] | None) -> bool:
+    """Whether the question comes from the rendered prompt (no field named, no `question`)."""
+    return (
+        settings is not None
+        and doc is not None
+        and settings.question_field is None
+        and DEFAULT_QUESTION_FIELD not in doc
+    )
+
+
+def question_of(
+    settings: OrcaMetricSettings | None, doc: Mapping[str, Any] | None, prompt: Any = None
+) -> tuple[str, str | None]:
+    """The judge's question and its source: the named doc field, else `question`, else the prompt.
+
+    The source is `doc.<field>`, `doc_to_text` or None (no question: no doc, or `''` named).
+    """
+    if settings is None or doc is None or settings.question_field == "":
+        return "", None
+    name = settings.question_field
+    if name is None and DEFAULT_QUESTION_FIELD in doc:
+        name = DEFAULT_QUESTION_FIELD
+    if name is not None:
+        return _text(doc.get(name)), f"doc.{name}"
+    if prompt is None:
+        return "", None
+    return _text(prompt), PROMPT_SOURCE
+
+
 def judge_inputs(
     settings: OrcaMetricSettings | None,
     *,
@@ -45,12 +77,15 @@ def judge_inputs(
     candidate: Any,
     doc: Mapping[str, Any] | None,
     index: int | None = None,
+    prompt: Any = None,
 ) -> dict[str, Any]:
     """The record the judge scores: doc fields named by the settings, reference, candidate.
 
-    Without a doc or settings (lm-eval's plain metric call) there is no question, rationale,
-    transcript or rating.
+    `prompt` (the doc's rendered prompt) is the question when the doc names none (see
+    `question_of`). Without a doc or settings (lm-eval's plain metric call) there is no
+    question, rationale, transcript or rating.
     """
+    question, question_from = question_of(settings, doc, prompt)
     doc = doc if doc is not None and settings is not None else {}
 
     def field(name: str | None) -> Any:
@@ -61,7 +96,8 @@ def judge_inputs(
     return {
         "id": None if item_id is None else str(item_id),
         "index": index,
-        "question": _text(field(settings and settings.question_field)),
+        "question": question,
+        "question_from": question_from,
         "reference": _text(reference),
         "rationale": _text(field(settings and settings.rationale_field)),
         "transcript": _text(field(settings and settings.transcript_field)),

@@ -33,6 +33,16 @@ def read_samples(path: str | Path) -> list[dict[str, Any]]:
     return samples
 
 
+def prompt_of(sample: dict[str, Any]) -> str | None:
+    """The prompt lm-eval sent for a sample (its first request's context), if recorded."""
+    arguments = sample.get("arguments")
+    if isinstance(arguments, dict):
+        first = arguments.get("gen_args_0")
+        if isinstance(first, dict) and isinstance(first.get("arg_0"), str):
+            return first["arg_0"]
+    return None
+
+
 def items_from_samples(
     samples: Iterable[dict[str, Any]],
     settings: OrcaMetricSettings | None,
@@ -56,6 +66,7 @@ def items_from_samples(
             candidate=replies[0],
             doc=sample["doc"],
             index=index,
+            prompt=prompt_of(sample),
         )
         record["id"] = record["id"] if record["id"] is not None else str(index)
         items.append(record)

@@ -31,7 +31,9 @@ class OrcaMetricSettings:
     clamp_threshold: float | None = None  # replaces the checkpoint's / published one; 0: off
     backbone: str | None = None  # load the recorded backbone from another place
     strict_backbone: bool = False  # refuse instead of warn on a backbone fingerprint mismatch
-    question_field: str = "question"  # doc field with the question ('' to never send one)
+    # Doc field with the question; unset: `question` if the doc has one, else the rendered
+    # prompt (doc_to_text); '' never sends one.
+    question_field: str | None = None
     rationale_field: str = "rationale"
     transcript_field: str = "transcript"
     ratings_field: str = ""  # doc field with human 1-5 ratings; set to report rho/tau/MAE

@@ -18,7 +18,15 @@ from typing import Any
 from . import compat
 from .judge_pass import JudgeSession, active_session
 from .metric import orca, orca_aggregate, register
-from .payloads import HIGHER_IS_BETTER, figures_for, judge_inputs, payloads
+from .payloads import (
+    DEFAULT_QUESTION_FIELD,
+    HIGHER_IS_BETTER,
+    PROMPT_SOURCE,
+    figures_for,
+    judge_inputs,
+    needs_prompt,
+    payloads,
+)
 from .settings import METRIC, OrcaMetricError, OrcaMetricSettings, resolve_settings
 
 WIRED = "_orca_wired"
@@ -38,6 +46,38 @@ def reference_of(task: Any, doc: Mapping[str, Any]) -> Any:
     return target
 
 
+def check_question_field(task: Any, settings: OrcaMetricSettings, where: str) -> None:
+    """Raise OrcaMetricError unless every doc has the question field the entry names."""
+    name = settings.question_field
+    if not name:
+        return
+    docs = task.eval_docs
+    columns = getattr(docs, "column_names", None)
+    if columns is not None:
+        if name not in columns:
+            raise OrcaMetricError(
+                f"{where}: question_field {name!r} is not a doc field (fields: "
+                f"{', '.join(columns)}); name one of them, or leave question_field unset to use "
+                f"`{DEFAULT_QUESTION_FIELD}`, else the prompt"
+            )
+        return
+    missing = [i for i, doc in enumerate(docs) if name not in doc]
+    if missing:
+        raise OrcaMetricError(
+            f"{where}: question_field {name!r} is missing from {len(missing)} doc(s), "
+            f"the first at position {missing[0]}"
+        )
+
+
+def question_rule(settings: OrcaMetricSettings) -> str | None:
+    """Where the judge's question comes from, as recorded in the results' task config."""
+    if settings.question_field == "":
+        return None
+    if settings.question_field is None:
+        return f"doc.{DEFAULT_QUESTION_FIELD} if present, else {PROMPT_SOURCE}"
+    return f"doc.{settings.question_field}"
+
+
 def wire_task(task: Any, session: JudgeSession | None = None) -> OrcaMetricSettings | None:
     """Validate the task's orca entry, load its judge into the session, feed the judge the doc."""
     session = session or active_session() or JudgeSession()
@@ -53,6 +93,7 @@ def wire_task(task: Any, session: JudgeSession | None = None) -> OrcaMetricSetti
             f"{where}: orca judges generated answers; output_type is {task.config.output_type!r}"
         )
     settings = resolve_settings(entries[0], task.config.metadata, where=where)
+    check_question_field(task, settings, where)
     try:
         judge = session.judge(settings)
     except OrcaMetricError as err:
@@ -71,6 +112,7 @@ def wire_task(task: Any, session: JudgeSession | None = None) -> OrcaMetricSetti
             reference=reference_of(task, doc),
             candidate=results[0] if results else "",
             doc=doc,
+            prompt=task.doc_to_text(doc) if needs_prompt(settings, doc) else None,
         )
         out.update(payloads(inputs, resolved, doc_aware=True, figures=figures, task=name))
         return out
@@ -81,11 +123,11 @@ def wire_task(task: Any, session: JudgeSession | None = None) -> OrcaMetricSetti
     task.config.metadata = {
         **(task.config.metadata or {}),
         "orca_inputs": {
-            "form": "doc-aware (aqua-eval / register_all)",
+            "form": "doc-aware (lm_eval with this package installed, aqua-eval, register_all)",
             "checkpoint": settings.checkpoint,
             "judge_fingerprint": judge.fingerprint(),
             "clamp": settings.clamp,
-            "question": settings.question_field or None,
+            "question": question_rule(settings),
             "rationale": settings.rationale_field or None,
             "transcript": settings.transcript_field or None,
             "ratings": settings.ratings_field or None,
