@@ -128,10 +128,13 @@ def test_a_full_omni_checkpoint_loads_only_its_thinker_with_the_same_replies(
     from transformers import AutoConfig, Qwen2_5OmniConfig
 
     # The layout of a full Qwen2.5-Omni checkpoint: an Omni config around the thinker's,
-    # thinker weights under `thinker.` (talker and vocoder weights would be skipped).
+    # thinker weights under `thinker.` (talker and vocoder weights would be skipped), the
+    # processor's chat template in chat_template.json.
     for part in omni_dir.iterdir():
-        if part.name not in ("config.json", "model.safetensors"):
+        if part.name not in ("config.json", "model.safetensors", "chat_template.jinja"):
             (tmp_path / part.name).write_bytes(part.read_bytes())
+    template = (omni_dir / "chat_template.jinja").read_text()
+    (tmp_path / "chat_template.json").write_text(json.dumps({"chat_template": template}))
     thinker = AutoConfig.from_pretrained(omni_dir).to_dict()
     Qwen2_5OmniConfig(thinker_config=thinker, enable_audio_output=True).save_pretrained(tmp_path)
     weights = load_file(omni_dir / "model.safetensors")
@@ -142,6 +145,7 @@ def test_a_full_omni_checkpoint_loads_only_its_thinker_with_the_same_replies(
     )
     full = AudioLM(pretrained=str(tmp_path), device="cpu", max_gen_toks=6, reply_cache="off")
     assert type(full.model).__name__ == "Qwen2_5OmniThinkerForConditionalGeneration"
+    assert full.processor.chat_template == template
     requests = omni_requests(clips)[:3]
     assert full.generate_until(requests, disable_tqdm=True) == lm.generate_until(
         requests, disable_tqdm=True
