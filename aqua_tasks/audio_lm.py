@@ -1,7 +1,8 @@
 """`aqua-audiolm`: an lm-eval model class for Hugging Face audio LMs (Qwen2-Audio and kin).
 
 Works with models whose processor takes `text=` plus `audio=` and expands one audio token
-per clip (Qwen2-Audio, Qwen2.5-Omni's thinker). Generation only, greedy, batched.
+per clip (Qwen2-Audio and kin), and with Qwen2.5-Omni's thinker, whose inputs are built from
+the checkpoint's parts (omni_inputs.py). Generation only, greedy, batched.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from aqua_tasks.data_parallel import Collective, launched_processes, parse_max_m
 from aqua_tasks.deprecation import moved
 from aqua_tasks.generation_failure import failed_reply
 from aqua_tasks.lm_eval_cache import install as install_audio_cache_keys
+from aqua_tasks.omni_inputs import OmniThinkerInputs, is_omni, thinker_config
 from aqua_tasks.reply_journal import ReplyJournal, default_cache_dir, local_model_files, request_key
 
 if TYPE_CHECKING:
@@ -240,7 +242,13 @@ class AudioLM(LM):
         remote = parse_bool("trust_remote_code", trust_remote_code)
         load = {"revision": revision, "trust_remote_code": remote}
 
-        self.processor = transformers.AutoProcessor.from_pretrained(self.pretrained, **load)
+        # Read first: Qwen2.5-Omni builds its inputs from the checkpoint's parts (omni_inputs.py).
+        # An unreadable config is reported below, after the processor, as before.
+        config = self._read_config(transformers, load)
+        if config is not None and is_omni(config):
+            self.processor: Any = OmniThinkerInputs.from_pretrained(self.pretrained, config, **load)
+        else:
+            self.processor = transformers.AutoProcessor.from_pretrained(self.pretrained, **load)
         if getattr(self.processor, "feature_extractor", None) is None:
             raise ValueError(
                 f"{self.pretrained}: its processor ({type(self.processor).__name__}) has no audio "
@@ -258,11 +266,19 @@ class AudioLM(LM):
         self.sampling_rate = int(self.processor.feature_extractor.sampling_rate)
         self.clip_limits = clip_limits(self.processor.feature_extractor)
 
-        config = transformers.AutoConfig.from_pretrained(self.pretrained, **load)
-        model_cls = self._model_class(transformers, config)
+        if config is None:
+            config = transformers.AutoConfig.from_pretrained(self.pretrained, **load)
         extra: dict[str, Any] = {}
-        if getattr(config, "enable_audio_output", False):
-            extra["enable_audio_output"] = False  # Qwen2.5-Omni: text replies need no talker
+        if is_omni(config):
+            # Text replies need only the thinker: load it alone, whether the checkpoint holds
+            # the thinker or the full Omni model (thinker weights under `thinker.`).
+            model_cls = transformers.Qwen2_5OmniThinkerForConditionalGeneration
+            if thinker_config(config) is not config:
+                extra.update(config=thinker_config(config), key_mapping={r"^thinker\.": ""})
+        else:
+            model_cls = self._model_class(transformers, config)
+        if getattr(config, "enable_audio_output", False) and not is_omni(config):
+            extra["enable_audio_output"] = False  # other Omni models: text needs no talker
         if self.device_map is not None:
             extra.update(device_map=self.device_map, max_memory=memory)
         loaded = model_cls.from_pretrained(self.pretrained, dtype=self.dtype, **load, **extra)
@@ -349,6 +365,12 @@ class AudioLM(LM):
                 logger.warning("aqua-audiolm: %s; using device=auto", error)
                 harness["device"] = "auto"
         return cls(**arg_dict, **harness)
+
+    def _read_config(self, transformers: Any, load: dict[str, Any]) -> Any:
+        try:
+            return transformers.AutoConfig.from_pretrained(self.pretrained, **load)
+        except (OSError, ValueError):
+            return None
 
     def _model_class(self, transformers: Any, config: Any) -> type:
         names = list(getattr(config, "architectures", None) or [])

@@ -3,6 +3,7 @@
 #
 #   bash benchmarks/gpu_check_audio_lm.sh                      # tiny random Qwen2-Audio, built here
 #   bash benchmarks/gpu_check_audio_lm.sh --pretrained DIR     # a local checkpoint (e.g. Qwen2-Audio-7B-Instruct)
+#   bash benchmarks/gpu_check_audio_lm.sh --omni               # tiny random Qwen2.5-Omni thinker
 #   bash benchmarks/gpu_check_audio_lm.sh --device cpu --dtype float32 --items 8   # CPU dry run
 #
 # 1. direct: the same requests (clips of 0.5-12 s at 16/22.05/44.1 kHz) one at a time and in
@@ -14,7 +15,7 @@
 #    stand-in audio through the real CLI; prints the run record from the results file
 #    (items/s, peak memory, devices, revision). Skipped without the released files.
 #
-# Options: --pretrained DIR, --device (cuda), --dtype (bfloat16), --batch-size (8), --items (32,
+# Options: --pretrained DIR, --omni (tiny model: a Qwen2.5-Omni thinker), --device (cuda), --dtype (bfloat16), --batch-size (8), --items (32,
 # direct requests), --limit (8 items per track), --max-gen-toks (32), --min-agreement (1.0).
 # Environment: PYTHON (default python), OUT (work folder; default a temporary one).
 set -euo pipefail
@@ -22,10 +23,11 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python}
 WORK=${OUT:-$(mktemp -d)}
 DATA=${AQUA_DATA_DIR:-${AQUA_SHARED_DIR:-../shared}/data/aqua-bench}
-PRETRAINED="" DEVICE=cuda DTYPE=bfloat16 BATCH=8 ITEMS=32 LIMIT=8 MAX_NEW=32 MIN_AGREE=1.0
+PRETRAINED="" TINY_ARGS="" DEVICE=cuda DTYPE=bfloat16 BATCH=8 ITEMS=32 LIMIT=8 MAX_NEW=32 MIN_AGREE=1.0
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --pretrained) PRETRAINED=$2; shift 2 ;;
+        --omni) TINY_ARGS=--omni; shift ;;
         --device) DEVICE=$2; shift 2 ;;
         --dtype) DTYPE=$2; shift 2 ;;
         --batch-size) BATCH=$2; shift 2 ;;
@@ -63,7 +65,7 @@ EOF
 
 if [[ -z $PRETRAINED ]]; then
     echo "== building the tiny model in $WORK/tiny"
-    "$PY" -m aqua_tasks.tiny_audio_lm "$WORK/tiny" >/dev/null
+    "$PY" -m aqua_tasks.tiny_audio_lm "$WORK/tiny" $TINY_ARGS >/dev/null
     PRETRAINED=$WORK/tiny
 fi
 
