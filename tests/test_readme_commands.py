@@ -157,7 +157,8 @@ def table_values(stdout: str) -> dict[tuple[str, str], float]:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) < 7 or not line.startswith("|"):
             continue
-        task = cells[0] or task
+        # Subtasks of a group row print as " - aqua_animal".
+        task = cells[0].lstrip("- ").strip() or task
         try:
             values[task, cells[4]] = float(cells[6])
         except ValueError:
