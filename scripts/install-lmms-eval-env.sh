@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Create a second virtual environment that runs this package under lmms-eval 0.7.3.
+#
+# Why a separate environment and not a pip extra: lmms-eval 0.7.3 must be installed with
+# --no-deps (its declared dependencies pull torchvision, whose CUDA-built wheel breaks the
+# Qwen2-Audio processor import on CPU boxes, and a newer torch), it imports librosa without
+# declaring it, and it needs filelock<4, which the main environment's packages do not accept.
+#
+# usage: scripts/install-lmms-eval-env.sh [VENV_DIR]        (default: .venv-lmms)
+#   TORCH_SPEC   torch requirement (default torch==2.13.0, the CPU-friendly pin; on a GPU box
+#                set it to the CUDA build you want, e.g. TORCH_SPEC='torch==2.13.0')
+#   PYTHON       interpreter that creates the venv (default python3)
+set -euo pipefail
+VENV=${1:-.venv-lmms}
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+PY=${PYTHON:-python3}
+TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
+
+"$PY" -m venv "$VENV"
+PIP="$VENV/bin/python -m pip"
+$PIP install --quiet --upgrade pip
+# lmms-eval's run-time imports (its audio path), without torchvision.
+$PIP install --quiet "$TORCH_SPEC" transformers accelerate datasets evaluate sacrebleu loguru \
+    pytz tenacity jinja2 pyyaml pillow pandas dill librosa soundfile pytablewriter \
+    'filelock<4' peft regex numpy scipy tqdm 'lm-eval>=0.4.13,<0.5' pytest
+$PIP install --quiet --no-deps 'lmms-eval==0.7.3'
+# This package, without re-resolving its dependencies (installed above).
+$PIP install --quiet --no-deps -e "$HERE"
+"$VENV/bin/python" - <<'PY'
+import importlib.metadata as md
+import lmms_eval  # noqa: F401  (fails here, not in the first run, if the set is incomplete)
+print("lmms-eval", md.version("lmms-eval"), "| torch", md.version("torch"),
+      "| filelock", md.version("filelock"))
+PY
