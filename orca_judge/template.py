@@ -16,7 +16,9 @@ def _blocks_reference(
     context = []
     if use_transcript and item["transcript"]:
         context.append("|transcription: " + item["transcript"])
-    if use_rationale and item["rationale"]:
+    # The reference writes its context block whenever the rationale is used, empty or not
+    # (" |context:  |question: …"); its published judges were trained on exactly that string.
+    if use_rationale:
         context.append(item["rationale"])
     blocks = []
     if context:
@@ -55,7 +57,11 @@ def format_text(
     use_rationale: bool = True,
     use_transcript: bool = False,
 ) -> str:
-    """The judge's input string for one item; empty rationale/transcript blocks are dropped."""
+    """The judge's input string for one item.
+
+    An empty transcript is dropped; an empty rationale is dropped by the paper template and
+    kept as an empty context block by the reference template, as the reference does.
+    """
     fields = {
         k: str(item.get(k) or "")
         for k in ("question", "reference", "rationale", "transcript", "candidate")

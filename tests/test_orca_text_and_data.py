@@ -35,12 +35,18 @@ def test_reference_template_puts_the_transcript_inside_the_context_block():
     assert text.startswith(" |context: |transcription: said X because |question: Q?")
 
 
-def test_empty_blocks_are_dropped_and_flags_remove_blocks():
+def test_empty_blocks_follow_the_reference_and_flags_remove_blocks():
+    # The reference's string: " |context: " + rationale + …, whatever the rationale holds.
     item = {**ITEM, "rationale": "", "transcript": ""}
     assert (
         format_text(item, use_transcript=True)
-        == " |question: Q? |correct answer: R |candidate answer: C"
+        == " |context:  |question: Q? |correct answer: R |candidate answer: C"
     )
+    # "|transcription: " + t + " " + rationale, with an empty rationale.
+    assert format_text({**ITEM, "rationale": ""}, use_transcript=True).startswith(
+        " |context: |transcription: said X  |question: Q?"
+    )
+    assert "rationale" not in format_text(item, "paper")
     assert (
         format_text(ITEM, use_question=False, use_rationale=False)
         == " |correct answer: R |candidate answer: C"
