@@ -448,7 +448,9 @@ def train(
             },
         )
 
-    if step == 0:
+    # A resume state exists only after the step-0 evaluation: repeating it would log step 0
+    # twice and count it as an evaluation without improvement (spending patience).
+    if state is None:
         record: dict[str, Any] = {"step": 0}
         validate(record)  # the untrained judge, as a reference point
         _log(run_dir, record)

@@ -145,6 +145,22 @@ def test_log_holds_each_step_once_after_a_resume(tmp_path):
     assert [r["event"] for r in rows if "event" in r] == ["start", "resume", "done"]
 
 
+def test_a_resume_before_the_first_evaluation_does_not_repeat_the_untrained_one(tmp_path):
+    cfg = tiny_config(max_steps=4, eval_every=2, patience=1)
+    _interrupt_after(cfg, tmp_path / "j", 1)  # the state holds only the step-0 evaluation
+    resumed = train(cfg, TRAIN, DEV, tmp_path / "j", progress=False)
+    whole = train(cfg, TRAIN, DEV, tmp_path / "k", progress=False)
+
+    def evaluated_steps(output):
+        log = (tmp_path / f"{output}-run" / "log.jsonl").read_text().splitlines()
+        return [r["step"] for r in map(json.loads, log) if "dev" in r]
+
+    assert evaluated_steps("j") == evaluated_steps("k")
+    assert evaluated_steps("j")[:2] == [0, 2]  # step 0 once, and training went on
+    assert (resumed.steps, resumed.best_step) == (whole.steps, whole.best_step)
+    assert resumed.best_dev_rho == pytest.approx(whole.best_dev_rho, abs=1e-6)
+
+
 def test_backbone_path_is_stored_resolved_and_backbone_flag_still_overrides(
     tmp_path, monkeypatch, capsys
 ):
