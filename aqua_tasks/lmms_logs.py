@@ -29,6 +29,7 @@ from aqua_tasks.data import (
 )
 from aqua_tasks.docs import clip_indices, item_to_doc
 from aqua_tasks.manifest import sha256_file, sha256_text
+from aqua_tasks.prompts import render_prompt, render_question
 
 HARNESS_LM_EVAL = "lm-eval"
 HARNESS_LMMS_EVAL = "lmms-eval"
@@ -98,13 +99,18 @@ class TaskData:
     clips: Mapping[str, int]
 
 
-def task_data(task: str, data_dir: str | Path | None) -> TaskData:
-    """The items of an AQUA task's released file; LmmsLogError when the data is not there."""
+def task_data(task: str, data_dir: str | Path | None, recorded_dir: object = None) -> TaskData:
+    """The items of an AQUA task's released file; LmmsLogError when the data is not there.
+
+    `recorded_dir` is the data folder the run's results name (shown, never read: the folder
+    of another machine, or one whose content has changed since).
+    """
     setting = task_setting(task)
     if setting is None:
         raise LmmsLogError(f"{task}: not an AQUA task; no released file to rebuild its docs from")
     if data_dir is None:
-        raise LmmsLogError(f"{task}: an lmms-eval log; {DATA_DIR_HELP}")
+        recorded = f"; the run recorded data_dir {recorded_dir}" if recorded_dir else ""
+        raise LmmsLogError(f"an lmms-eval log of {task}; {DATA_DIR_HELP}{recorded}")
     track, variant, prompt_style = setting
     try:
         path = track_file(data_dir, track, variant)
@@ -204,7 +210,18 @@ def rebuilt_doc(
     )
 
 
-def row_prompt_hash(row: Mapping[str, Any]) -> str | None:
-    """SHA-256 of the logged prompt, as lm-eval's `prompt_hash` is of its own."""
+def row_prompt_hash(row: Mapping[str, Any], doc: Mapping[str, Any] | None = None) -> str | None:
+    """SHA-256 of the logged prompt in lm-eval's form, as lm-eval's `prompt_hash` is of its own.
+
+    An AQUA task under lmms-eval sends the released prompt without its audio placeholder
+    (`prompts.render_question`; the models put the clip in front, `aqua-audiolm` puts the
+    placeholder back), lm-eval logs it with the placeholder: when the logged input is exactly
+    the doc's `render_question`, the hash is of `render_prompt`, so that the same prompt
+    hashes alike under both harnesses. Any other input is hashed as logged.
+    """
     prompt = row.get("input")
-    return sha256_text(prompt) if isinstance(prompt, str) else None
+    if not isinstance(prompt, str):
+        return None
+    if doc is not None and prompt == render_question(doc):
+        return sha256_text(render_prompt(doc))
+    return sha256_text(prompt)

@@ -580,7 +580,7 @@ def read_lmms_samples_file(
     recorded = recorded if isinstance(recorded, Mapping) else {}
     extractor, exclude = _lmms_settings(task, task_metadata, recorded_in or str(path))
     try:
-        data = task_data(task, data_dir)
+        data = task_data(task, data_dir, task_metadata.get("data_dir"))
     except LmmsLogError as error:
         raise RunError(f"{path}: {error}") from None
     known = {**recorded, "data_file": data.data_file.name, "data_sha256": data.data_sha256}
@@ -605,7 +605,7 @@ def read_lmms_samples_file(
                     file=path,
                     line=line_no,
                     doc_id=doc_id,
-                    prompt_hash=row_prompt_hash(row),
+                    prompt_hash=row_prompt_hash(row, doc),
                     doc_hash=content_hash(doc),
                     doc=doc,
                 )
