@@ -84,8 +84,7 @@ def test_per_item_rows_are_the_same_under_both_harnesses(tmp_path, released_dir,
         # The fixture of 0.1.0 had the machine part of its docs' audio paths (the clip names)
         # rewritten; the rebuilt items carry the released ones.
         rows[name] = [
-            {k: v for k, v in json.loads(x).items() if k not in ("manifest", "clip")}
-            for x in lines
+            {k: v for k, v in json.loads(x).items() if k not in ("manifest", "clip")} for x in lines
         ]
     assert rows["lm"] == rows["lmms"] and len(rows["lm"]) == 24
 
@@ -336,3 +335,12 @@ def test_orca_items_of_another_lmms_eval_task_rebuild_docs_from_its_data_file(tm
         "orca-lm-eval-items",
     )
     assert f"{samples.name}:1: field 'input' does not hold doc 0's 'question'" in err
+
+
+def test_aqua_replay_replays_an_lmms_eval_log_given_its_data(released_dir):
+    from aqua_tasks.models import ReplayLM
+
+    legacy = ReplayLM(path=str(LEGACY)).replies
+    assert ReplayLM(path=str(LMMS), data_dir=str(released_dir)).replies == legacy
+    with pytest.raises(runs.RunError, match="pass --data-dir"):
+        ReplayLM(path=str(LMMS))
