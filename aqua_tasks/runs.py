@@ -487,7 +487,12 @@ def read_samples_file(
     for line_no, sample in iter_jsonl(path):
         where = f"{path}:{line_no}"
         if not isinstance(sample, dict) or not isinstance(sample.get("doc"), dict):
-            raise RunError(f"{where}: not an lm-eval sample (no 'doc')")
+            hint = (
+                "; an lmms-eval row: keep lmms-eval's file name <stamp>_samples_<task>.jsonl"
+                if is_lmms_row(sample)
+                else ""
+            )
+            raise RunError(f"{where}: not an lm-eval sample (no 'doc'){hint}")
         if aqua is None:
             aqua = is_aqua_doc(sample["doc"])
         try:

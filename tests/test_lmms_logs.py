@@ -112,6 +112,11 @@ def test_lmms_eval_outputs_are_told_from_lm_eval_by_name_and_rows(tmp_path):
     assert runs.find_outputs(renamed).harness == HARNESS_LMMS_EVAL
     with pytest.raises(runs.RunError, match="keep lmms-eval's file name"):
         runs.read_run(renamed, data_dir=tmp_path)
+    # Under an lm-eval file name its rows say what they are.
+    misnamed = tmp_path / "samples_aqua_animal_2026-12-01T03-08-18.jsonl"
+    shutil.copyfile(LMMS / ANIMAL, misnamed)
+    with pytest.raises(runs.RunError, match="an lmms-eval row: keep lmms-eval's file name"):
+        runs.read_run(misnamed)
     mixed = tmp_path / "mixed"
     shutil.copytree(LMMS, mixed)
     for path in LEGACY.iterdir():
