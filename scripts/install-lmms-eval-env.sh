@@ -22,7 +22,7 @@ $PIP install --quiet --upgrade pip
 # lmms-eval's run-time imports (its audio path), without torchvision.
 $PIP install --quiet "$TORCH_SPEC" transformers accelerate datasets evaluate sacrebleu loguru \
     pytz tenacity jinja2 pyyaml pillow pandas dill librosa soundfile pytablewriter \
-    'filelock<4' peft regex numpy scipy tqdm 'lm-eval>=0.4.13,<0.5' pytest
+    'filelock<4' peft regex numpy scipy tqdm 'lm-eval>=0.4.13,<0.5' pytest pytest-xdist
 $PIP install --quiet --no-deps 'lmms-eval==0.7.3'
 # This package, without re-resolving its dependencies (installed above).
 $PIP install --quiet --no-deps -e "$HERE"
