@@ -142,6 +142,18 @@ def test_process_results_is_pure(released_dir):
     assert as_outcome(first["acc"]).correct is True
 
 
+def test_data_folder_without_the_files_names_the_task_file_and_setting(tmp_path, monkeypatch):
+    from aqua_tasks.lmms_eval.task import AquaTask
+
+    monkeypatch.setenv(METADATA_ENV, json.dumps({"data_dir": str(tmp_path)}))
+    config = {"task": TASK, "dataset_kwargs": {"track": "animal"}, "test_split": "test"}
+    with pytest.raises(ValueError) as raised:
+        AquaTask(config=config)
+    message = str(raised.value)
+    assert message.startswith(f"{TASK}: AQUA-Bench-Animal-Sounds-Track.json not found")
+    assert METADATA_ENV in message and "--metadata '" not in message
+
+
 def test_missing_data_folder_is_a_one_line_error_naming_the_setting():
     with pytest.raises(ValueError, match=f"no AQUA data folder given.*{METADATA_ENV}"):
         run_settings({"version": 1.0}, environ={})

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from lmms_eval.api.task import ConfigurableTask
 
 from aqua_tasks.audio import LazyAudio
+from aqua_tasks.data import DATA_HELP, AquaDataError
 from aqua_tasks.docs import audio_enabled
 from aqua_tasks.lm_eval_task import (
     doc_to_audio,
@@ -70,8 +71,14 @@ class AquaTask(ConfigurableTask):
                 config.get("task"),
             )
         arguments = docs_arguments({**settings, **(config.get("dataset_kwargs") or {})})
+        try:
+            manifest = task_manifest(**arguments)
+        except AquaDataError as error:
+            # The data errors tell lm-eval users to pass --metadata; here it is the variable.
+            message = str(error).replace(DATA_HELP, METADATA_HELP)
+            raise AquaDataError(f"{config.get('task')}: {message}") from None
         # Recorded in lmms-eval's results ("configs" -> metadata), as under lm-eval.
-        config["metadata"] = settings | {"aqua_manifest": task_manifest(**arguments)}
+        config["metadata"] = settings | {"aqua_manifest": manifest}
         self._aqua_settings = settings
         super().__init__(config=config, **kwargs)
 
