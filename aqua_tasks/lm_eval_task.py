@@ -225,18 +225,23 @@ def fix_results(task_dict: Mapping, results: dict, bootstrap_iters: int) -> dict
     return fix_aqua_results(results, outcomes, n_boot=min(bootstrap_iters, STDERR_BOOT))
 
 
+def task_metric(metric: str, outcomes: tuple[ItemOutcome, ...]) -> float:
+    """One AQUA metric of a task's outcomes; `acc` also warns of items it cannot condition."""
+    summary = task_summary(outcomes)
+    if metric == "acc" and summary["n_unconditioned"]:
+        logger.warning(
+            "%d unanswerable items have no Solvable item of their clip in this run "
+            "(--limit/--samples?): they count in acc_* but not in ca_*/joint_*",
+            int(summary["n_unconditioned"]),
+        )
+    return summary[metric]
+
+
 def _aggregation(metric: str) -> Callable[[list[int]], float]:
     def aggregate(values: list[int]) -> float:
         outcomes = tuple(as_outcome(v) for v in values)
         _record(outcomes)
-        summary = task_summary(outcomes)
-        if metric == "acc" and summary["n_unconditioned"]:
-            logger.warning(
-                "%d unanswerable items have no Solvable item of their clip in this run "
-                "(--limit/--samples?): they count in acc_* but not in ca_*/joint_*",
-                int(summary["n_unconditioned"]),
-            )
-        return summary[metric]
+        return task_metric(metric, outcomes)
 
     aggregate.__name__ = f"aggregate_{metric}"
     aggregate.__doc__ = f"lm-eval aggregation returning the AQUA metric {metric!r}."

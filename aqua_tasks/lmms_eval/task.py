@@ -13,20 +13,21 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 
-import datasets
 from lmms_eval.api.task import ConfigurableTask
 
 from aqua_tasks.audio import LazyAudio
-from aqua_tasks.docs import audio_enabled, doc_to_item
+from aqua_tasks.data import DATA_HELP, AquaDataError
+from aqua_tasks.docs import audio_enabled
 from aqua_tasks.lm_eval_task import (
-    build_docs,
     doc_to_audio,
     docs_arguments,
+    load_dataset,
     task_manifest,
-    task_summary,
+    task_metric,
 )
+from aqua_tasks.lm_eval_task import process_results as lm_eval_process_results
 from aqua_tasks.prompts import render_question
-from aqua_tasks.scoring import ALL_METRICS, as_outcome, item_outcome, score_reply
+from aqua_tasks.scoring import ALL_METRICS, as_outcome, unpack_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -70,28 +71,21 @@ class AquaTask(ConfigurableTask):
                 config.get("task"),
             )
         arguments = docs_arguments({**settings, **(config.get("dataset_kwargs") or {})})
+        try:
+            manifest = task_manifest(**arguments)
+        except AquaDataError as error:
+            # The data errors tell lm-eval users to pass --metadata; here it is the variable.
+            message = str(error).replace(DATA_HELP, METADATA_HELP)
+            raise AquaDataError(f"{config.get('task')}: {message}") from None
         # Recorded in lmms-eval's results ("configs" -> metadata), as under lm-eval.
-        config["metadata"] = settings | {"aqua_manifest": task_manifest(**arguments)}
+        config["metadata"] = settings | {"aqua_manifest": manifest}
         self._aqua_settings = settings
         super().__init__(config=config, **kwargs)
 
     def download(self, dataset_kwargs: Mapping | None = None) -> None:
         """Build the docs from the local released files (never fetched; no retries)."""
-        settings = {**self._aqua_settings, **(dataset_kwargs or {})}
-        docs = build_docs(
-            **docs_arguments(settings),
-            exclude_defective=settings.get("exclude_defective", False),
-            settings=settings,
-        )
-        excluded = sum(1 for d in docs if d["exclude_defective"] and d["flags"])
-        if excluded:
-            logger.warning(
-                "%s: exclude_defective is on: %d flagged items are excluded from the metrics",
-                self.config.task,
-                excluded,
-            )
+        self.dataset = load_dataset(**{**self._aqua_settings, **(dataset_kwargs or {})})
         # The docs hold file paths, never decoded audio: the media-free copy is the same.
-        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
         self.dataset_no_image = self.dataset
 
 
@@ -111,55 +105,35 @@ def doc_to_text(doc: Mapping) -> str:
 
 
 def process_results(doc: Mapping, results: Sequence[str]) -> dict[str, list]:
-    """Score one reply; pure, as lmms-eval may run it in threads and retry it.
+    """Score one reply as the lm-eval task does; pure, as lmms-eval may thread and retry it.
 
     Every metric gets the item's outcome as the 5-entry [clip, type, correct, parsed, excluded]
-    list (`scoring.as_outcome` reads it back). A list rather than lm-eval's packed integer:
-    lmms-eval computes a "CLT stderr" over numeric per-item values, meaningless for a packed
-    integer, and skips other values.
+    list (`scoring.as_outcome` reads it back) rather than lm-eval's packed integer: lmms-eval
+    computes a "CLT stderr" over numeric per-item values, meaningless for a packed integer,
+    and skips other values.
     """
-    reply = results[0] if results else ""
-    verdict = score_reply(
-        doc_to_item(doc),
-        reply if isinstance(reply, str) else str(reply),
-        extractor=doc["extractor"],
-        exclude_defective=bool(doc["exclude_defective"]),
-    )
-    outcome = item_outcome(verdict)._replace(clip=int(doc["clip_index"]))
-    return {metric: list(outcome) for metric in ALL_METRICS}
+    packed = lm_eval_process_results(doc, results)["acc"]
+    return {metric: list(unpack_outcome(packed)) for metric in ALL_METRICS}
 
 
 def _aggregation(metric: str) -> Callable[[list], float]:
     def aggregate(values: list) -> float:
-        summary = task_summary(tuple(as_outcome(v) for v in values))
-        if metric == "acc" and summary["n_unconditioned"]:
-            logger.warning(
-                "%d unanswerable items have no Solvable item of their clip in this run "
-                "(--limit?): they count in acc_* but not in ca_*/joint_*",
-                int(summary["n_unconditioned"]),
-            )
-        return summary[metric]
+        return task_metric(metric, tuple(as_outcome(v) for v in values))
 
     aggregate.__name__ = f"aggregate_{metric}"
     aggregate.__doc__ = f"lmms-eval aggregation returning the AQUA metric {metric!r}."
     return aggregate
 
 
-aggregate_acc = _aggregation("acc")
-aggregate_acc_aad = _aggregation("acc_aad")
-aggregate_acc_iasd = _aggregation("acc_iasd")
-aggregate_acc_iaqd = _aggregation("acc_iaqd")
-aggregate_ca_aad = _aggregation("ca_aad")
-aggregate_ca_iasd = _aggregation("ca_iasd")
-aggregate_ca_iaqd = _aggregation("ca_iaqd")
-aggregate_joint_aad = _aggregation("joint_aad")
-aggregate_joint_iasd = _aggregation("joint_iasd")
-aggregate_joint_iaqd = _aggregation("joint_iaqd")
-aggregate_unparsed_rate = _aggregation("unparsed_rate")
-aggregate_n_ca_aad = _aggregation("n_ca_aad")
-aggregate_n_ca_iasd = _aggregation("n_ca_iasd")
-aggregate_n_ca_iaqd = _aggregation("n_ca_iaqd")
-aggregate_n_items = _aggregation("n_items")
-aggregate_n_solvable = _aggregation("n_solvable")
-aggregate_n_unconditioned = _aggregation("n_unconditioned")
-aggregate_n_excluded = _aggregation("n_excluded")
+AGGREGATIONS: dict[str, Callable[[list], float]] = {
+    f"aggregate_{metric}": _aggregation(metric) for metric in ALL_METRICS
+}
+
+
+def __getattr__(name: str) -> Callable[[list], float]:
+    # The YAMLs' `!function aqua_tasks.lmms_eval.task.aggregate_<metric>`, one per metric.
+    # (The lm-eval ones also record outcomes for pooling, which lmms-eval has no step for.)
+    try:
+        return AGGREGATIONS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
