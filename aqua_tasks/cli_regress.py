@@ -49,15 +49,28 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description=(
             "Compare a candidate run of AQUA tasks with a baseline run item by item (from "
-            "lm-eval --log_samples output), and the mean ORCA judge score of every task run "
-            "with `metric: orca`. Exit 0: no regression; 1: a metric dropped by more "
-            "than --max-drop points, significant after Holm correction; 2: the runs are not "
-            "comparable (tasks, items, variant, extractor, prompt, audio, judge checkpoint) or "
-            "input is bad."
+            "lm-eval or lmms-eval --log_samples output), and the mean ORCA judge score of "
+            "every task run with `metric: orca`. Exit 0: no regression; 1: a metric dropped "
+            "by more than --max-drop points, significant after Holm correction; 2: the runs "
+            "are not comparable (tasks, items, variant, extractor, prompt, audio, judge "
+            "checkpoint) or input is bad."
         ),
     )
     parser.add_argument("--baseline", required=True, type=Path, help="baseline run folder/file")
     parser.add_argument("--candidate", required=True, type=Path, help="candidate run folder/file")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        metavar="DIR",
+        help="the released AQUA-Bench files, to rebuild the items of an lmms-eval log (its rows "
+        "carry no docs); used for both runs unless --baseline-data-dir/--candidate-data-dir",
+    )
+    parser.add_argument(
+        "--baseline-data-dir", type=Path, metavar="DIR", help="--data-dir of the baseline only"
+    )
+    parser.add_argument(
+        "--candidate-data-dir", type=Path, metavar="DIR", help="--data-dir of the candidate only"
+    )
     parser.add_argument(
         "--max-drop",
         type=float,
@@ -109,8 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.max_drop < 0 or not 0 < args.alpha < 1 or args.n_boot < 1:
         return fail(PROG, "need --max-drop >= 0, 0 < --alpha < 1 and --n-boot >= 1")
     try:
-        base = load_run(args.baseline)
-        cand = load_run(args.candidate)
+        base = load_run(args.baseline, args.baseline_data_dir or args.data_dir)
+        cand = load_run(args.candidate, args.candidate_data_dir or args.data_dir)
     except (AquaDataError, OSError, ValueError) as error:
         return fail(PROG, str(error))
     for notice in rescoring_notices([*base.replies, *cand.replies]):
@@ -153,8 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         payload = {
             "status": {0: "ok", 1: "regression", 2: "not comparable"}[code],
             "reason": reason,
-            "baseline": {"path": str(base.path), "label": base.label},
-            "candidate": {"path": str(cand.path), "label": cand.label},
+            "baseline": {"path": str(base.path), "label": base.label, "harness": base.harness},
+            "candidate": {"path": str(cand.path), "label": cand.label, "harness": cand.harness},
             "settings": {
                 "max_drop": args.max_drop,
                 "alpha": args.alpha,

@@ -34,9 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
             "Results table in the AQUA-Bench paper's layout (models × tracks × Ori/AAD/IASD/IAQD, "
             "with n per cell, the unparsed rate, the extractor per row and all tracks pooled) as "
             "Markdown and CSV, and a chart with 95 % intervals (PNG and SVG or PDF). "
-            "Each RUN is an lm-eval --output_path folder of aqua_* tasks (the newest "
-            "results_*.json in it is used and named; its logged samples give the intervals), a "
-            "results_*.json file, or the output of aqua-score --json."
+            "Each RUN is an lm-eval or lmms-eval --output_path folder of aqua_* tasks (the "
+            "newest results file in it is used and named; its logged samples give the "
+            "intervals; lmms-eval: with --data-dir), a results file, or the output of "
+            "aqua-score --json."
         ),
     )
     parser.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="run folder or file")
@@ -48,6 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="NAME",
         help="row label per RUN, in order (repeat; default: from the run's model_args)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        metavar="DIR",
+        help="the released AQUA-Bench files the runs were made from: needed for lmms-eval "
+        "logs, whose rows carry no docs (items are rebuilt by doc id and checked)",
     )
     parser.add_argument(
         "--paper",
@@ -120,7 +128,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs, labels = [], []
             for extractor in args.extractor or [None]:
                 for k, run in enumerate(args.runs):
-                    metrics = load_run(run, extractor=extractor, n_boot=args.n_boot, seed=args.seed)
+                    metrics = load_run(
+                        run,
+                        extractor=extractor,
+                        n_boot=args.n_boot,
+                        seed=args.seed,
+                        data_dir=args.data_dir,
+                    )
                     label = args.label[k] if args.label else metrics.label
                     runs.append(metrics)
                     labels.append(
@@ -133,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "label": row.label,
                     "published": row.published,
                     "extractor": row.extractor,
+                    "harness": row.harness,
                     "cells": {
                         t: {
                             k: {"value": c.value, "n": c.n, "low": c.low, "high": c.high}

@@ -12,6 +12,7 @@ from aqua_tasks.cli_common import add_json_flag, add_progress_flag, add_seed_fla
 from aqua_tasks.data import TRACKS, AquaDataError
 from aqua_tasks.extract import EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
 from aqua_tasks.intervals import metric_intervals
+from aqua_tasks.lmms_logs import HARNESS_LMMS_EVAL
 from aqua_tasks.pooling import all_tracks_rows, pool_condition, pool_outcomes
 from aqua_tasks.run_scores import breakdown, condition_map
 from aqua_tasks.runs import iter_tasks, read_run, require_aqua_items, rescoring_notices
@@ -28,9 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description=(
             "Score saved replies to AQUA-Bench questions: Solvable accuracy and conditional "
-            "accuracy (CA) on AAD, IASD and IAQD, per track. RESULTS is an lm-eval output "
-            "folder or samples_*.jsonl file written with --log_samples, or the authors' "
-            "results JSON (the released list with a 'response' key per entry)."
+            "accuracy (CA) on AAD, IASD and IAQD, per track. RESULTS is an lm-eval or lmms-eval "
+            "output folder or samples file written with --log_samples (lmms-eval: with "
+            "--data-dir), or the authors' results JSON (the released list with a 'response' "
+            "key per entry)."
         ),
     )
     parser.add_argument("results", type=Path, help="results file or folder")
@@ -44,6 +46,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--track",
         choices=TRACKS,
         help="track of an authors' results file whose name and audio paths do not tell it",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        metavar="DIR",
+        help="the released AQUA-Bench files the run was made from: needed for lmms-eval logs, "
+        "whose rows carry no docs (items are rebuilt by doc id and checked against the log)",
     )
     parser.add_argument(
         "--exclude-defective",
@@ -72,13 +81,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _rebuilt(harness: str, data_dir: Path | None) -> str:
+    return f"; items rebuilt by doc id from {data_dir}" if harness == HARNESS_LMMS_EVAL else ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: exit 0 on success, 2 on unreadable or malformed input."""
     args = build_parser().parse_args(argv)
     try:
-        replies = require_aqua_items(read_run(args.results, track=args.track))
+        run = read_run(args.results, track=args.track, data_dir=args.data_dir)
+        replies = require_aqua_items(run)
         conditions = (
-            condition_map(require_aqua_items(read_run(args.condition_on)), args.extractor)
+            condition_map(
+                require_aqua_items(read_run(args.condition_on, data_dir=args.data_dir)),
+                args.extractor,
+            )
             if args.condition_on
             else None
         )
@@ -141,6 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "extractor_versions": EXTRACTOR_VERSIONS,
             "conditioned_on": str(args.condition_on) if args.condition_on else None,
             "source": str(args.results),
+            "harness": run.harness,
         }
         if args.breakdown:
             payload["breakdown"] = breakdowns
@@ -162,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             else ""
         )
     )
+    print(f"read: {args.results} ({run.harness}{_rebuilt(run.harness, args.data_dir)})")
     for task, m in per_task.items():
         notes = [f"extractor {extractors[task]}"]
         if m["n_unconditioned"]:

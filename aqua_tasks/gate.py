@@ -17,6 +17,7 @@ from typing import Any
 from aqua_tasks.cli_common import progress as progress_bar
 from aqua_tasks.data import AquaDataError
 from aqua_tasks.extract import DEFAULT_EXTRACTOR, EXTRACTOR_ALIASES
+from aqua_tasks.lmms_logs import HARNESS_LM_EVAL
 from aqua_tasks.manifest import MANIFEST_FIELDS
 from aqua_tasks.regress import (
     JUDGE_METRIC,
@@ -84,11 +85,16 @@ class ComparedRun:
     audio: dict[str, bool]
     judges: dict[tuple[str, str], JudgeResults] = dataclasses.field(default_factory=dict)
     judge_meta: dict[str, Mapping] = dataclasses.field(default_factory=dict)
+    harness: str = HARNESS_LM_EVAL
 
 
-def load_run(path: Path) -> ComparedRun:
-    """Replies, logged hashes, judge results, label and audio mode of a run folder or file."""
-    run = read_run(path)
+def load_run(path: Path, data_dir: Path | None = None) -> ComparedRun:
+    """Replies, logged hashes, judge results, label and audio mode of a run folder or file.
+
+    `data_dir` (the released files) rebuilds the items of an lmms-eval log, which logs none;
+    its items then carry that content, which the comparability checks compare.
+    """
+    run = read_run(path, data_dir=data_dir)
     try:
         judges = {
             (r.task, r.filter): r for r in (read_judge_results(f.path) for f in run.files.judges)
@@ -105,6 +111,7 @@ def load_run(path: Path) -> ComparedRun:
         audio=run.audio(),
         judges=dict(sorted(judges.items())),
         judge_meta={t: m.get("orca_inputs") or {} for t, m in run.task_metadata().items()},
+        harness=run.harness,
     )
 
 
@@ -179,9 +186,12 @@ def _sample_reason(
         if base.samples[k].prompt_hash != cand.samples[k].prompt_hash
         and base.samples[k].prompt_hash is not None
     ]
+    lm_eval_only = base.harness == cand.harness == HARNESS_LM_EVAL
     if prompts:
+        # lmms-eval logs the prompt (`input`), lm-eval its hash: both compare as a SHA-256.
+        hashed = "lm-eval prompt_hash" if lm_eval_only else "SHA-256 of the logged prompt"
         return (
-            f"{task}: prompt differs (lm-eval prompt_hash; {_example(prompts)}) — "
+            f"{task}: prompt differs ({hashed}; {_example(prompts)}) — "
             "chat template, system instruction, few-shot or prompt text changed"
         )
     fields: set[str] = set()
@@ -199,8 +209,10 @@ def _sample_reason(
             fields |= differing
             docs.append(k)
     if docs:
+        # lmms-eval items are rebuilt from the released data: their content is what differs.
+        compared = "lm-eval doc_hash" if lm_eval_only else "item content"
         return (
-            f"{task}: questions differ (lm-eval doc_hash; fields {', '.join(sorted(fields))}; "
+            f"{task}: questions differ ({compared}; fields {', '.join(sorted(fields))}; "
             f"{_example(docs)})"
         )
     return None
@@ -430,8 +442,8 @@ def markdown_summary(
         "",
         headline(comparisons, reason, max_drop, alpha),
         "",
-        f"- baseline: `{base.path}` ({base.label})",
-        f"- candidate: `{cand.path}` ({cand.label})",
+        f"- baseline: `{base.path}` ({base.label}; {base.harness})",
+        f"- candidate: `{cand.path}` ({cand.label}; {cand.harness})",
     ]
     judged = any(c.metric.startswith(f"{JUDGE_METRIC},") for c in comparisons)
     aqua = any(not c.metric.startswith(f"{JUDGE_METRIC},") for c in comparisons)

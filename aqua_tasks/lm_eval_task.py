@@ -53,7 +53,7 @@ class AquaTask(ConfigurableTask):
         # the one copy of the manifest fields the docs leave out (see manifest.DOC_FIELDS).
         settings = {**(self.config.metadata or {}), **(self.config.dataset_kwargs or {})}
         self.config.metadata = dict(self.config.metadata or {}) | {
-            "aqua_manifest": task_manifest(**_docs_arguments(settings))
+            "aqua_manifest": task_manifest(**docs_arguments(settings))
         }
 
 
@@ -124,8 +124,8 @@ def build_docs(
     return docs
 
 
-def _docs_arguments(settings: Mapping) -> dict:
-    # `--metadata` keys and the YAML's `dataset_kwargs`, as `task_manifest` takes them.
+def docs_arguments(settings: Mapping) -> dict:
+    """`--metadata` keys and the YAML's `dataset_kwargs`, as `task_manifest` takes them."""
     return {
         "track": str(settings.get("track")),
         "variant": str(settings.get("variant") or "main"),
@@ -138,7 +138,7 @@ def _docs_arguments(settings: Mapping) -> dict:
 def load_dataset(**kwargs: object) -> datasets.DatasetDict:
     """`custom_dataset` hook: receives `--metadata` keys and the YAML's `dataset_kwargs`."""
     docs = build_docs(
-        **_docs_arguments(kwargs),
+        **docs_arguments(kwargs),
         exclude_defective=kwargs.get("exclude_defective", False),
         settings=kwargs,
     )
@@ -188,7 +188,8 @@ def process_results(doc: Mapping, results: Sequence[str]) -> dict[str, int]:
 
 
 @functools.lru_cache(maxsize=8)
-def _task_summary(outcomes: tuple[ItemOutcome, ...]) -> Mapping[str, float]:
+def task_summary(outcomes: tuple[ItemOutcome, ...]) -> Mapping[str, float]:
+    """All AQUA metrics of one task's outcomes (`summarize`), computed once per task."""
     # lm-eval hands each of the 18 aggregations its own list of the same per-item outcomes.
     # Memoising on the full (hashable) outcome tuple makes `summarize` run once per task:
     # the result is a pure function of that key, so a hit returns exactly what a fresh
@@ -224,18 +225,23 @@ def fix_results(task_dict: Mapping, results: dict, bootstrap_iters: int) -> dict
     return fix_aqua_results(results, outcomes, n_boot=min(bootstrap_iters, STDERR_BOOT))
 
 
+def task_metric(metric: str, outcomes: tuple[ItemOutcome, ...]) -> float:
+    """One AQUA metric of a task's outcomes; `acc` also warns of items it cannot condition."""
+    summary = task_summary(outcomes)
+    if metric == "acc" and summary["n_unconditioned"]:
+        logger.warning(
+            "%d unanswerable items have no Solvable item of their clip in this run "
+            "(--limit/--samples?): they count in acc_* but not in ca_*/joint_*",
+            int(summary["n_unconditioned"]),
+        )
+    return summary[metric]
+
+
 def _aggregation(metric: str) -> Callable[[list[int]], float]:
     def aggregate(values: list[int]) -> float:
         outcomes = tuple(as_outcome(v) for v in values)
         _record(outcomes)
-        summary = _task_summary(outcomes)
-        if metric == "acc" and summary["n_unconditioned"]:
-            logger.warning(
-                "%d unanswerable items have no Solvable item of their clip in this run "
-                "(--limit/--samples?): they count in acc_* but not in ca_*/joint_*",
-                int(summary["n_unconditioned"]),
-            )
-        return summary[metric]
+        return task_metric(metric, outcomes)
 
     aggregate.__name__ = f"aggregate_{metric}"
     aggregate.__doc__ = f"lm-eval aggregation returning the AQUA metric {metric!r}."

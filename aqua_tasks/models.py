@@ -103,15 +103,19 @@ class RandomOptionLM(AquaBaselineLM):
 class ReplayLM(AquaBaselineLM):
     """Answers with replies saved earlier, looked up by task and item id."""
 
-    def __init__(self, path: str | None = None, **kwargs: object) -> None:
+    def __init__(
+        self, path: str | None = None, data_dir: str | None = None, **kwargs: object
+    ) -> None:
         super().__init__(**kwargs)
         if not path:
             raise ValueError(
                 "aqua-replay needs the saved replies: --model_args path=RESULTS "
-                "(an lm-eval --log_samples folder/file or the authors' results JSON)"
+                "(an lm-eval --log_samples folder/file or the authors' results JSON; an "
+                "lmms-eval one with data_dir=DATA, the released files it was made from)"
             )
         self.path = str(path)
-        self.replies = {r.key: r.reply for r in require_aqua_items(read_run(self.path))}
+        run = read_run(self.path, data_dir=data_dir or None)
+        self.replies = {r.key: r.reply for r in require_aqua_items(run)}
 
     def answer(self, request: Instance) -> str:
         """The saved reply of this task's item."""

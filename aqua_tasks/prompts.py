@@ -31,3 +31,12 @@ def render_prompt(doc: Mapping) -> str:
     return PROMPT_TEMPLATES[check_prompt_style(doc.get("prompt_style") or "plain")].format(
         question=doc["question"]
     )
+
+
+def render_question(doc: Mapping) -> str:
+    """`render_prompt` without its leading audio placeholder.
+
+    lmms-eval's audio models put the clip before the text themselves; `aqua-audiolm` adds the
+    placeholder back in front, so its prompt is the same under both harnesses.
+    """
+    return render_prompt(doc).removeprefix(AUDIO_PLACEHOLDER + "\n")

@@ -17,6 +17,11 @@ from aqua_tasks.data import TASK_NAME_PREFIXES
 from aqua_tasks.docs import audio_enabled
 from aqua_tasks.extract import EXTRACTOR_ALIASES
 from aqua_tasks.intervals import metric_intervals
+from aqua_tasks.lmms_logs import (
+    HARNESS_LM_EVAL,
+    HARNESS_LMMS_EVAL,
+    is_lmms_results,
+)
 from aqua_tasks.pooling import all_tracks_name, all_tracks_rows, pool_outcomes, pool_summaries
 from aqua_tasks.results_table import aqua_rows
 from aqua_tasks.runs import NAME_ARGS as NAME_ARGS  # moved to runs; importable from here
@@ -128,7 +133,8 @@ class RunMetrics:
 
     `tasks` holds per task (and per all-tracks row, e.g. `aqua`) every metric; `intervals`
     the 95 % intervals of its rates where per-item replies were read; `extractors` the
-    extractor each task was scored with.
+    extractor each task was scored with; `harness` what wrote the run ("lm-eval",
+    "lmms-eval", "authors' results", "aqua-score --json").
     """
 
     label: str
@@ -137,6 +143,7 @@ class RunMetrics:
     notes: tuple[str, ...] = ()
     intervals: dict[str, dict[str, Interval]] = field(default_factory=dict)
     extractors: dict[str, str] = field(default_factory=dict)
+    harness: str = HARNESS_LM_EVAL
 
 
 @dataclass(frozen=True)
@@ -162,6 +169,7 @@ class TableRow:
     published: bool
     cells: dict[str, dict[str, Cell]] = field(default_factory=dict)
     extractor: str = ""
+    harness: str = ""
 
 
 @dataclass(frozen=True)
@@ -206,8 +214,9 @@ def _results_of(run_dir: Path) -> RunFiles:
         raise RunReadError(str(error)) from None
     if not files.results:
         raise RunReadError(
-            f"{run_dir}: no lm-eval results (results_*.json) found; pass the --output_path "
-            "folder of an aqua-eval/lm_eval run, a results_*.json file or an aqua-score --json file"
+            f"{run_dir}: no lm-eval results (results_*.json) or lmms-eval results "
+            "(<stamp>_results.json) found; pass the --output_path folder of an aqua-eval/lm_eval "
+            "or lmms-eval run, a results file or an aqua-score --json file"
         )
     return files
 
@@ -250,14 +259,21 @@ def _recorded_extractors(payload: Mapping, tasks: Sequence[str]) -> dict[str, st
 
 
 def _scored_run(
-    path: Path, notes: list[str], extractor: str | None, n_boot: int, seed: int
+    path: Path,
+    notes: list[str],
+    extractor: str | None,
+    n_boot: int,
+    seed: int,
+    data_dir: Path | None = None,
 ) -> RunMetrics:
     """Metrics and intervals of a run's logged replies, re-scored (by `extractor` if given)."""
     try:
-        run = read_run(path)
+        run = read_run(path, data_dir=data_dir)
         items = require_aqua_items(run)
     except RunError as error:
         raise RunReadError(str(error)) from None
+    if run.harness == HARNESS_LMMS_EVAL:
+        notes.append(f"items rebuilt by doc id from {data_dir}")
     if extractor is None:
         notes.extend(rescoring_notices(items))
     else:
@@ -276,17 +292,23 @@ def _scored_run(
     for task, task_values in values.items():
         tasks[task] = summarize(task_values)
         intervals[task] = metric_intervals(task_values, n_boot=n_boot, seed=seed)
-    return RunMetrics(run.label, str(path), tasks, tuple(notes), intervals, extractors)
+    return RunMetrics(run.label, str(path), tasks, tuple(notes), intervals, extractors, run.harness)
 
 
 def load_run(
-    path: str | Path, *, extractor: str | None = None, n_boot: int = 2000, seed: int = 0
+    path: str | Path,
+    *,
+    extractor: str | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+    data_dir: str | Path | None = None,
 ) -> RunMetrics:
-    """AQUA metrics of an lm-eval output folder/results file or an `aqua-score --json` file.
+    """AQUA metrics of an lm-eval/lmms-eval output folder or results file, or `aqua-score --json`.
 
     A folder with logged samples is scored item by item, which gives every rate its 95 %
     interval (Wilson; CA: clip bootstrap with `n_boot`, `seed`); `extractor` re-scores it
     with another extractor (e.g. `official`, the authors' rule), which needs those samples.
+    An lmms-eval folder's items are rebuilt from `data_dir` (the released files).
     """
     path = Path(path)
     notes: list[str] = []
@@ -311,7 +333,9 @@ def load_run(
         if text_only:
             notes.append(f"text-only (no audio): {', '.join(text_only)}")
     if files is not None and files.samples:
-        return _scored_run(path, notes, extractor, n_boot, seed)
+        return _scored_run(
+            path, notes, extractor, n_boot, seed, Path(data_dir) if data_dir else None
+        )
     if extractor is not None:
         raise RunReadError(
             f"{path}: re-scoring with --extractor needs the run's per-item replies "
@@ -333,7 +357,8 @@ def load_run(
         extractors = {t: str(e) for t, e in (payload.get("extractor") or {}).items() if t in tasks}
         label = Path(str(payload.get("source") or file)).name
         notes.append(f"aqua-score output {file.name}")
-        return RunMetrics(label, str(file), tasks, tuple(notes), intervals, extractors)
+        harness = f"aqua-score --json of {payload.get('harness') or HARNESS_LM_EVAL}"
+        return RunMetrics(label, str(file), tasks, tuple(notes), intervals, extractors, harness)
     tasks = aqua_rows(payload)
     if not tasks:
         raise RunReadError(
@@ -346,7 +371,8 @@ def load_run(
         if names:
             extractors[name] = ",".join(sorted(names))
     label = run_label(payload.get("config") or {})
-    return RunMetrics(label, str(file), tasks, tuple(notes), {}, extractors)
+    harness = HARNESS_LMMS_EVAL if is_lmms_results(payload) else HARNESS_LM_EVAL
+    return RunMetrics(label, str(file), tasks, tuple(notes), {}, extractors, harness)
 
 
 def _interval_pairs(recorded: object) -> list[tuple[str, tuple[object, object]]]:
@@ -414,9 +440,10 @@ def build_table(
         for setting in sorted(by_setting):
             label = f"{name} [{setting}]" if setting else name
             extractor = ",".join(sorted(extractors.get(setting, set()))) or "not recorded"
-            rows.append(TableRow(label, False, by_setting[setting], extractor))
+            rows.append(TableRow(label, False, by_setting[setting], extractor, run.harness))
     sources = [
-        f"{name}: {run.source}" + (f" ({'; '.join(run.notes)})" if run.notes else "")
+        f"{name}: {run.source} [{run.harness}]"
+        + (f" ({'; '.join(run.notes)})" if run.notes else "")
         for name, run in zip(names, runs, strict=True)
     ]
     if published:

@@ -1,11 +1,12 @@
 """A saved run, read once: its items with their replies, from every supported source.
 
 Sources: an lm-eval output folder (`results_*.json`, `samples_*.jsonl` written with
-`--log_samples`, `orca_*.jsonl` written by `metric: orca`), one samples file, and the
+`--log_samples`, `orca_*.jsonl` written by `metric: orca`), an lmms-eval one
+(`<stamp>_results.json`, `<stamp>_samples_<task>.jsonl`), one samples file, and the
 AQUA-Bench authors' results JSON (a file, or a folder of them). `find_outputs` says which
-files of a path make the run; `read_run` reads them into one `Run` with one reader per kind
-of file. Another harness's logs (e.g. lmms-eval's) need a kind in `find_outputs` and a reader
-returning `RunItem`s.
+files of a path make the run and which harness wrote them; `read_run` reads them into one
+`Run` with one reader per kind of file. lmms-eval logs no docs: their items are rebuilt from
+the released data by doc id (`aqua_tasks.lmms_logs`), which needs the data folder.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from aqua_tasks.cli_common import parse_bool
 from aqua_tasks.data import (
     TRACKS,
     AquaDataError,
@@ -31,11 +33,31 @@ from aqua_tasks.data import (
 )
 from aqua_tasks.docs import audio_enabled, doc_to_item, is_aqua_doc
 from aqua_tasks.extract import DEFAULT_EXTRACTOR, rescoring_notice
+from aqua_tasks.lmms_logs import (
+    HARNESS_AUTHORS,
+    HARNESS_LM_EVAL,
+    HARNESS_LMMS_EVAL,
+    LMMS_RESULTS_NAME,
+    LMMS_SAMPLES_NAME,
+    LMMS_STAMP_FORMAT,
+    LmmsLogError,
+    check_recorded_data,
+    check_row,
+    content_hash,
+    is_lmms_row,
+    rebuilt_doc,
+    row_doc_id,
+    row_prompt_hash,
+    row_reply,
+    task_data,
+    task_setting,
+)
 from aqua_tasks.manifest import MANIFEST_FIELDS
 from aqua_tasks.scoring import Verdict, score_reply
 
 # lm-eval names its files <kind>_<...>_<local time>, the time as isoformat() with '-' for ':'.
-STAMP_FORMATS = ("%Y-%m-%dT%H-%M-%S.%f", "%Y-%m-%dT%H-%M-%S")
+# lmms-eval names its files <local time>_<kind>..., the time as YYYYMMDD_HHMMSS.
+STAMP_FORMATS = ("%Y-%m-%dT%H-%M-%S.%f", "%Y-%m-%dT%H-%M-%S", LMMS_STAMP_FORMAT)
 RESULTS_NAME = re.compile(r"^results_(?P<stamp>.+)\.json$")
 # The task may hold '_'; the time stamp never does.
 SAMPLES_NAME = re.compile(r"^samples_(?P<name>.+)_(?P<stamp>[^_]+)\.jsonl$")
@@ -44,6 +66,14 @@ JUDGE_NAME = re.compile(
     r"^orca_(?!pending_)(?P<name>.+)_(?P<stamp>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d(?:\.\d+)?)\.jsonl$"
 )
 # Model arguments that name the model itself, in the order they are preferred for a label.
+# (kind, harness, file-name pattern, glob) of every file a harness writes for a run.
+OUTPUT_NAMES: tuple[tuple[str, str, re.Pattern, str], ...] = (
+    ("results", HARNESS_LM_EVAL, RESULTS_NAME, "results_*.json"),
+    ("samples", HARNESS_LM_EVAL, SAMPLES_NAME, "samples_*.jsonl"),
+    ("judge", HARNESS_LM_EVAL, JUDGE_NAME, "orca_*.jsonl"),
+    ("results", HARNESS_LMMS_EVAL, LMMS_RESULTS_NAME, "*_results.json"),
+    ("samples", HARNESS_LMMS_EVAL, LMMS_SAMPLES_NAME, "*_samples_*.jsonl"),
+)
 NAME_ARGS: tuple[str, ...] = ("pretrained", "model", "model_name", "engine")
 SHOWN_IDS = 5
 
@@ -140,7 +170,10 @@ def newest(files: Iterable[OutputFile]) -> dict[str, OutputFile]:
 
 @dataclass(frozen=True)
 class RunFiles:
-    """The files that make a run: lm-eval outputs (newest per task) or authors' results."""
+    """The files that make a run: one harness's outputs (newest per task) or authors' results.
+
+    `harness` names what wrote them: "lm-eval", "lmms-eval" or "authors' results".
+    """
 
     path: Path
     folder: Path | None = None
@@ -150,6 +183,7 @@ class RunFiles:
     authors: tuple[Path, ...] = ()
     results_payload: Mapping[str, Any] | None = None  # content of the newest results file
     results_payloads: Mapping[Path, Any] = field(default_factory=dict)  # every one, by path
+    harness: str = HARNESS_LM_EVAL
 
     @property
     def newest_results(self) -> OutputFile | None:
@@ -157,22 +191,38 @@ class RunFiles:
         return self.results[-1] if self.results else None
 
 
-def _harness_files(folder: Path) -> list[tuple[str, Path, re.Match]]:
+@dataclass(frozen=True)
+class Found:
+    """A file whose name one harness gives its outputs."""
+
+    kind: str
+    harness: str
+    path: Path
+    match: re.Match
+
+
+def name_match(path: Path) -> Found | None:
+    """What a file's name says it is (kind and harness), or None for other files."""
+    for kind, harness, pattern, _ in OUTPUT_NAMES:
+        match = pattern.match(path.name)
+        if match:
+            return Found(kind, harness, path, match)
+    return None
+
+
+def _harness_files(folder: Path) -> list[Found]:
     found = []
-    for kind, pattern, glob in (
-        ("results", RESULTS_NAME, "results_*.json"),
-        ("samples", SAMPLES_NAME, "samples_*.jsonl"),
-        ("judge", JUDGE_NAME, "orca_*.jsonl"),
-    ):
+    for _, _, _, glob in OUTPUT_NAMES:
         for path in folder.rglob(glob):
-            match = pattern.match(path.name)
-            if match and path.is_file():
-                found.append((kind, path, match))
-    return found
+            named = name_match(path)
+            if named is not None and path.is_file():
+                found.append(named)
+    # A name can match several globs (e.g. `*_results.json` and `results_*.json`): once.
+    return list({f.path: f for f in found}.values())
 
 
-def _one_folder(path: Path, found: Sequence[tuple[str, Path, re.Match]]) -> Path:
-    folders = sorted({p.parent for _, p, _ in found})
+def _one_folder(path: Path, found: Sequence[Found]) -> Path:
+    folders = sorted({f.path.parent for f in found})
     if len(folders) > 1:
         shown = ", ".join(str(f.relative_to(path)) for f in folders)
         raise AmbiguousRunError(
@@ -182,31 +232,43 @@ def _one_folder(path: Path, found: Sequence[tuple[str, Path, re.Match]]) -> Path
     return folders[0]
 
 
-def _timed(
-    found: Sequence[tuple[str, Path, re.Match]], dates: Mapping[tuple[Path, str], object]
-) -> dict[str, list[OutputFile]]:
+def _one_harness(path: Path, found: Sequence[Found]) -> str:
+    harnesses = sorted({f.harness for f in found})
+    if len(harnesses) > 1:
+        examples = ", ".join(next(f.path.name for f in found if f.harness == h) for h in harnesses)
+        raise AmbiguousRunError(
+            f"{path}: holds outputs of both {' and '.join(harnesses)} (e.g. {examples}); "
+            "keep each harness's run in its own folder and point at one"
+        )
+    return harnesses[0]
+
+
+def _timed(found: Sequence[Found], dates: Mapping[tuple[Path, str], object]) -> dict:
     timed: dict[str, list[OutputFile]] = {"results": [], "samples": [], "judge": []}
-    for kind, path, match in found:
-        stamp = match.group("stamp")
-        name = match.groupdict().get("name") or ""
+    for f in found:
+        stamp = f.match.group("stamp")
+        name = f.match.groupdict().get("name") or ""
         # Samples carry no time; the results file of the same evaluation records it.
-        recorded = dates.get((path.parent, stamp)) if kind != "judge" else None
-        timed[kind].append(output_file(path, kind, name, stamp, recorded))
+        recorded = dates.get((f.path.parent, stamp)) if f.kind != "judge" else None
+        timed[f.kind].append(output_file(f.path, f.kind, name, stamp, recorded))
     return timed
 
 
-def _recorded_dates(results: Iterable[Path]) -> tuple[dict, dict[Path, Any]]:
+def _recorded_dates(results: Iterable[Found]) -> tuple[dict, dict[Path, Any]]:
     dates, payloads = {}, {}
-    for path in results:
-        payload = read_json(path)
-        payloads[path] = payload
-        stamp = RESULTS_NAME.match(path.name).group("stamp")
-        dates[(path.parent, stamp)] = payload.get("date") if isinstance(payload, dict) else None
+    for f in results:
+        payload = read_json(f.path)
+        payloads[f.path] = payload
+        # lm-eval records the time as seconds; lmms-eval as its file-name stamp (then unused).
+        dates[(f.path.parent, f.match.group("stamp"))] = (
+            payload.get("date") if isinstance(payload, dict) else None
+        )
     return dates, payloads
 
 
-def _files_of(path: Path, folder: Path, found: Sequence[tuple[str, Path, re.Match]]) -> RunFiles:
-    dates, payloads = _recorded_dates(p for kind, p, _ in found if kind == "results")
+def _files_of(path: Path, folder: Path, found: Sequence[Found]) -> RunFiles:
+    harness = _one_harness(path, found)
+    dates, payloads = _recorded_dates(f for f in found if f.kind == "results")
     timed = _timed(found, dates)
     results = tuple(oldest_first(timed["results"]))
     return RunFiles(
@@ -217,11 +279,18 @@ def _files_of(path: Path, folder: Path, found: Sequence[tuple[str, Path, re.Matc
         judges=tuple(newest(timed["judge"]).values()),
         results_payload=payloads[results[-1].path] if results else None,
         results_payloads=payloads,
+        harness=harness,
     )
 
 
+def _first_row(path: Path) -> object:
+    for _, row in iter_jsonl(path):
+        return row
+    return None
+
+
 def find_outputs(path: str | Path) -> RunFiles:
-    """The files of the run at a path; refuses a folder holding several runs' folders."""
+    """The files of the run at a path; refuses a folder holding several runs or harnesses."""
     path = Path(path)
     if not path.exists():
         raise RunError(f"{path}: no such file or directory")
@@ -230,27 +299,31 @@ def find_outputs(path: str | Path) -> RunFiles:
         if found:
             return _files_of(path, _one_folder(path, found), found)
         authors = sorted(p for p in path.glob("*.json") if p.is_file())
-        return RunFiles(path=path, authors=tuple(authors))
-    for kind, pattern in (
-        ("results", RESULTS_NAME),
-        ("samples", SAMPLES_NAME),
-        ("judge", JUDGE_NAME),
-    ):
-        match = pattern.match(path.name)
-        if match:
-            found = [(kind, path, match)]
-            if kind == "results":  # its evaluation's samples, written beside it
-                stamp = match.group("stamp")
-                for sibling in path.parent.glob(f"samples_*_{stamp}.jsonl"):
-                    sample_match = SAMPLES_NAME.match(sibling.name)
-                    if sample_match and sample_match.group("stamp") == stamp:
-                        found.append(("samples", sibling, sample_match))
-            return _files_of(path, path.parent, found)
+        return RunFiles(path=path, authors=tuple(authors), harness=HARNESS_AUTHORS)
+    named = name_match(path)
+    if named is not None:
+        found = [named]
+        if named.kind == "results":  # its evaluation's samples, written beside it
+            stamp = named.match.group("stamp")
+            for sibling in path.parent.iterdir():
+                other = name_match(sibling)
+                if (
+                    other is not None
+                    and other.kind == "samples"
+                    and other.harness == named.harness
+                    and other.match.group("stamp") == stamp
+                ):
+                    found.append(other)
+        return _files_of(path, path.parent, found)
     if path.suffix == ".jsonl":  # samples under another name: the task comes from the docs
+        harness = HARNESS_LMMS_EVAL if is_lmms_row(_first_row(path)) else HARNESS_LM_EVAL
         return RunFiles(
-            path=path, folder=path.parent, samples=(output_file(path, "samples", "", "", None),)
+            path=path,
+            folder=path.parent,
+            samples=(output_file(path, "samples", "", "", None),),
+            harness=harness,
         )
-    return RunFiles(path=path, authors=(path,))
+    return RunFiles(path=path, authors=(path,), harness=HARNESS_AUTHORS)
 
 
 # --- items ---------------------------------------------------------------------------------
@@ -320,23 +393,36 @@ def item_manifest(doc: Mapping, recorded: Mapping | None = None) -> dict[str, st
     return {k: doc[k] if k in doc else recorded.get(k) for k in MANIFEST_FIELDS}
 
 
+def evaluation_results(files: RunFiles, samples: OutputFile) -> OutputFile | None:
+    """The results file of a samples file's evaluation (same folder and time stamp), or None."""
+    for result in files.results:
+        if (result.path.parent, result.stamp) == (samples.path.parent, samples.stamp):
+            return result
+    return None
+
+
+def recorded_metadata(files: RunFiles, samples: OutputFile) -> dict[str, Mapping[str, Any]]:
+    """Per task, the config `metadata` recorded by the results file of a samples file's run."""
+    result = evaluation_results(files, samples)
+    payload = files.results_payloads.get(result.path) if result is not None else None
+    configs = payload.get("configs") if isinstance(payload, Mapping) else None
+    if not isinstance(configs, Mapping):
+        return {}
+    found = {}
+    for task, config in configs.items():
+        metadata = config.get("metadata") if isinstance(config, Mapping) else None
+        if isinstance(metadata, Mapping):
+            found[task] = metadata
+    return found
+
+
 def recorded_manifests(files: RunFiles, samples: OutputFile) -> dict[str, Mapping[str, Any]]:
     """Per task, the `aqua_manifest` recorded by the results file of a samples file's evaluation."""
-    for result in files.results:
-        if (result.path.parent, result.stamp) != (samples.path.parent, samples.stamp):
-            continue
-        payload = files.results_payloads.get(result.path)
-        configs = payload.get("configs") if isinstance(payload, Mapping) else None
-        if not isinstance(configs, Mapping):
-            return {}
-        found = {}
-        for task, config in configs.items():
-            metadata = config.get("metadata") if isinstance(config, Mapping) else None
-            manifest = metadata.get("aqua_manifest") if isinstance(metadata, Mapping) else None
-            if isinstance(manifest, Mapping):
-                found[task] = manifest
-        return found
-    return {}
+    return {
+        task: metadata["aqua_manifest"]
+        for task, metadata in recorded_metadata(files, samples).items()
+        if isinstance(metadata.get("aqua_manifest"), Mapping)
+    }
 
 
 def _aqua_sample(
@@ -401,7 +487,12 @@ def read_samples_file(
     for line_no, sample in iter_jsonl(path):
         where = f"{path}:{line_no}"
         if not isinstance(sample, dict) or not isinstance(sample.get("doc"), dict):
-            raise RunError(f"{where}: not an lm-eval sample (no 'doc')")
+            hint = (
+                "; an lmms-eval row: keep lmms-eval's file name <stamp>_samples_<task>.jsonl"
+                if is_lmms_row(sample)
+                else ""
+            )
+            raise RunError(f"{where}: not an lm-eval sample (no 'doc'){hint}")
         if aqua is None:
             aqua = is_aqua_doc(sample["doc"])
         try:
@@ -422,6 +513,110 @@ def read_samples_file(
         else:
             items.append(_other_sample(sample, task or path.stem, where, **logged))
     _check_tracks(path, task, items)
+    return items
+
+
+def _lmms_settings(task: str, metadata: Mapping[str, Any], where: str) -> tuple[str, bool]:
+    # lmms-eval rows hold no doc: the extractor and exclusion flag a task ran with are what its
+    # results file recorded (its manifest, else its metadata), else the defaults.
+    manifest = metadata.get("aqua_manifest")
+    manifest = manifest if isinstance(manifest, Mapping) else {}
+    extractor = str(manifest.get("extractor") or metadata.get("extractor") or DEFAULT_EXTRACTOR)
+    try:
+        exclude = parse_bool("exclude_defective", metadata.get("exclude_defective", False))
+    except ValueError as error:
+        raise RunError(f"{where}: task {task}: {error}") from None
+    return extractor, exclude
+
+
+def read_lmms_samples_file(
+    path: str | Path,
+    task: str | None = None,
+    *,
+    data_dir: str | Path | None,
+    metadata: Mapping[str, Mapping] | None = None,
+    recorded_in: str | None = None,
+) -> list[RunItem]:
+    """The items of one lmms-eval samples file, rebuilt by doc id from the released data.
+
+    `metadata` is the per-task config metadata its results file (`recorded_in`) holds
+    (`recorded_metadata`). Every row's doc id, target and input are checked against the
+    rebuilt item; a data file other than the one the results record is refused.
+    """
+    path = Path(path)
+    match = LMMS_SAMPLES_NAME.match(path.name)
+    task = task or (match.group("name") if match else None)
+    if task is None:
+        raise RunError(
+            f"{path}: lmms-eval rows name no task; keep lmms-eval's file name "
+            "<stamp>_samples_<task>.jsonl"
+        )
+    rows = list(iter_jsonl(path))
+    for line_no, row in rows:
+        if not is_lmms_row(row):
+            raise RunError(
+                f"{path}:{line_no}: not an lmms-eval sample row (expected doc_id, target and "
+                "filtered_resps, and no doc)"
+            )
+    if task_setting(task) is None:  # another task's rows: kept for their ids and replies
+        items = []
+        for line_no, row in rows:
+            where = f"{path}:{line_no}"
+            try:
+                reply = row_reply(row, where)
+            except LmmsLogError:  # e.g. a multiple-choice task's list of scores: no text reply
+                reply = ""
+            doc_id = row.get("doc_id")
+            items.append(
+                RunItem(
+                    task,
+                    None,
+                    reply,
+                    where,
+                    file=path,
+                    line=line_no,
+                    doc_id=doc_id if isinstance(doc_id, int) else None,
+                    prompt_hash=row_prompt_hash(row),
+                )
+            )
+        return items
+    task_metadata = (metadata or {}).get(task) or {}
+    recorded = task_metadata.get("aqua_manifest")
+    recorded = recorded if isinstance(recorded, Mapping) else {}
+    extractor, exclude = _lmms_settings(task, task_metadata, recorded_in or str(path))
+    try:
+        data = task_data(task, data_dir, task_metadata.get("data_dir"))
+    except LmmsLogError as error:
+        raise RunError(f"{path}: {error}") from None
+    known = {**recorded, "data_file": data.data_file.name, "data_sha256": data.data_sha256}
+    try:
+        check_recorded_data(data, recorded, recorded_in or str(path))
+        items = []
+        for line_no, row in rows:
+            where = f"{path}:{line_no}"
+            doc_id = row_doc_id(row, where, data)
+            item = data.items[doc_id]
+            check_row(row, where, item, data)
+            doc = rebuilt_doc(item, data, extractor=extractor, exclude_defective=exclude)
+            items.append(
+                RunItem(
+                    task=task,
+                    item=item,
+                    reply=row_reply(row, where),
+                    source=where,
+                    extractor=extractor,
+                    exclude_defective=exclude,
+                    manifest=item_manifest(doc, known),
+                    file=path,
+                    line=line_no,
+                    doc_id=doc_id,
+                    prompt_hash=row_prompt_hash(row, doc),
+                    doc_hash=content_hash(doc),
+                    doc=doc,
+                )
+            )
+    except LmmsLogError as error:
+        raise RunError(str(error)) from None
     return items
 
 
@@ -552,6 +747,11 @@ class Run:
     files: RunFiles
 
     @property
+    def harness(self) -> str:
+        """What wrote the run: "lm-eval", "lmms-eval" or "authors' results"."""
+        return self.files.harness
+
+    @property
     def aqua_items(self) -> list[RunItem]:
         """The items of AQUA tasks, in reading order."""
         return [i for i in self.items if i.item is not None]
@@ -583,11 +783,29 @@ class Run:
         return {task: audio_enabled(meta) for task, meta in self.task_metadata().items()}
 
 
-def read_run(path: str | Path, *, track: str | None = None) -> Run:
-    """Every item of the run at a path, each file read once; typed errors on bad input."""
+def read_run(
+    path: str | Path, *, track: str | None = None, data_dir: str | Path | None = None
+) -> Run:
+    """Every item of the run at a path, each file read once; typed errors on bad input.
+
+    `data_dir` (the released AQUA-Bench files) is needed for lmms-eval logs only, whose items
+    are rebuilt from it; other runs carry their items and ignore it.
+    """
     files = find_outputs(path)
     items: list[RunItem] = []
     for sample_file in files.samples:
+        if files.harness == HARNESS_LMMS_EVAL:
+            result = evaluation_results(files, sample_file)
+            items.extend(
+                read_lmms_samples_file(
+                    sample_file.path,
+                    sample_file.name or None,
+                    data_dir=data_dir,
+                    metadata=recorded_metadata(files, sample_file),
+                    recorded_in=str(result.path) if result is not None else None,
+                )
+            )
+            continue
         items.extend(
             read_samples_file(
                 sample_file.path,
@@ -616,8 +834,8 @@ def require_aqua_items(run: Run) -> list[RunItem]:
     files = run.files
     if not (files.samples or files.authors):
         raise RunError(
-            f"{run.path}: found neither lm-eval samples (samples_*.jsonl, written with "
-            "--log_samples) nor result JSON files"
+            f"{run.path}: found neither lm-eval or lmms-eval samples (samples_*.jsonl, "
+            "<stamp>_samples_<task>.jsonl, written with --log_samples) nor result JSON files"
         )
     raise RunError(f"{run.path}: no replies to aqua_* tasks found")
 

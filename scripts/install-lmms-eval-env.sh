@@ -19,10 +19,11 @@ TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 "$PY" -m venv "$VENV"
 PIP="$VENV/bin/python -m pip"
 $PIP install --quiet --upgrade pip
-# lmms-eval's run-time imports (its audio path), without torchvision.
+# lmms-eval's run-time imports (its audio path), without torchvision; this package's
+# dependencies; pytest and pytest-xdist for tests_lmms/ (setup.cfg runs tests in parallel).
 $PIP install --quiet "$TORCH_SPEC" transformers accelerate datasets evaluate sacrebleu loguru \
     pytz tenacity jinja2 pyyaml pillow pandas dill librosa soundfile pytablewriter \
-    'filelock<4' peft regex numpy scipy tqdm 'lm-eval>=0.4.13,<0.5' pytest
+    'filelock<4' peft regex numpy scipy tqdm 'lm-eval>=0.4.13,<0.5' pytest pytest-xdist
 $PIP install --quiet --no-deps 'lmms-eval==0.7.3'
 # This package, without re-resolving its dependencies (installed above).
 $PIP install --quiet --no-deps -e "$HERE"

@@ -265,7 +265,7 @@ def _copy_project(target: Path) -> Path:
     target.mkdir()
     for name in ("pyproject.toml", "setup.py", "setup.cfg", "README.md"):
         shutil.copy2(REPO / name, target / name)
-    for name in ("aqua_tasks", "orca_judge", "task_configs"):
+    for name in ("aqua_tasks", "orca_judge", "task_configs", "lmms_task_configs"):
         shutil.copytree(REPO / name, target / name, ignore=shutil.ignore_patterns("__pycache__"))
     return target
 
@@ -284,6 +284,11 @@ def test_wheel_install_carries_the_hook_and_uninstall_removes_it(tmp_path):
         record = next(n for n in names if n.endswith(".dist-info/RECORD"))
         assert HOOK_FILE in archive.read(record).decode()
     assert "aqua_tasks/lm_eval_hook.py" in names
+    # lmms-eval's task YAMLs ship beside lm-eval's, in a folder lm-eval does not index.
+    assert {
+        "aqua_tasks/lmms_task_configs/_aqua_base",
+        "aqua_tasks/lmms_task_configs/aqua_animal.yaml",
+    } <= set(names)
 
     # A throwaway environment that sees this one's dependencies (a plain path entry: none of
     # this environment's .pth files, so not its editable aqua_tasks) and gets the wheel.

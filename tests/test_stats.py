@@ -12,11 +12,11 @@ from aqua_tasks import intervals, regress, stats
 from aqua_tasks.data import UNANSWERABLE_TYPES, load_items
 from aqua_tasks.docs import clip_indices
 from aqua_tasks.lm_eval_task import (
-    _task_summary,
     aggregate_acc,
     aggregate_ca_aad,
     build_docs,
     process_results,
+    task_summary,
 )
 from aqua_tasks.scoring import (
     ALL_METRICS,
@@ -239,11 +239,11 @@ def test_regress_refuses_runs_whose_item_ids_name_different_clips():
 
 def test_the_18_aggregations_of_a_task_summarise_its_items_once(released_dir):
     values = [item_outcome(v) for v in _released_values(released_dir)]
-    _task_summary.cache_clear()
+    task_summary.cache_clear()
     from aqua_tasks import lm_eval_task
 
     results = {m: getattr(lm_eval_task, f"aggregate_{m}")(list(values)) for m in ALL_METRICS}
-    assert _task_summary.cache_info().misses == 1 and _task_summary.cache_info().hits == 17
+    assert task_summary.cache_info().misses == 1 and task_summary.cache_info().hits == 17
     assert _same(results, summarize(values))
     # Another task's items are another key: summarised afresh, never the first one's figures.
     flipped = [v._replace(correct=not v.correct) for v in values]

@@ -1,0 +1,1 @@
+"""lmms-eval task YAMLs of AQUA-Bench (see aqua_tasks.lmms_eval)."""
