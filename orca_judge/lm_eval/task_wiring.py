@@ -72,6 +72,26 @@ def check_question_field(task: Any, settings: OrcaMetricSettings, where: str) ->
         )
 
 
+def metadata_settings(metadata: Any) -> dict[str, Any]:
+    """A task's metadata as a mapping: lmms-eval YAMLs often write it as a list of mappings."""
+    if isinstance(metadata, Mapping):
+        return dict(metadata)
+    if isinstance(metadata, (list, tuple)):
+        merged: dict[str, Any] = {}
+        for part in metadata:
+            if isinstance(part, Mapping):
+                merged.update(part)
+        return merged
+    return {}
+
+
+def with_record(metadata: Any, key: str, value: Any) -> Any:
+    """The task's metadata with `key: value` added, keeping the form (mapping or list) it had."""
+    if isinstance(metadata, (list, tuple)):
+        return [*metadata, {key: value}]
+    return {**(metadata if isinstance(metadata, Mapping) else {}), key: value}
+
+
 def question_rule(settings: OrcaMetricSettings) -> str | None:
     """Where the judge's question comes from, as recorded in the results' task config."""
     if settings.question_field == "":
@@ -108,7 +128,7 @@ def wire(
         raise OrcaMetricError(
             f"{where}: orca judges generated answers; output_type is {task.config.output_type!r}"
         )
-    settings = resolve_settings(entries[0], task.config.metadata, where=where)
+    settings = resolve_settings(entries[0], metadata_settings(task.config.metadata), where=where)
     check_question_field(task, settings, where)
     try:
         judge = session.judge(settings)
@@ -136,9 +156,10 @@ def wire(
     task.process_results = process_results
     compat.take_over_metric(task, METRIC, dict.fromkeys(figures, aggregation), HIGHER_IS_BETTER)
     # Recorded in the results' task config: which doc fields the judge reads.
-    task.config.metadata = {
-        **(task.config.metadata or {}),
-        "orca_inputs": {
+    task.config.metadata = with_record(
+        task.config.metadata,
+        "orca_inputs",
+        {
             "form": form,
             "checkpoint": settings.checkpoint,
             "judge_fingerprint": judge.fingerprint(),
@@ -150,6 +171,6 @@ def wire(
             "reference": "doc_to_target",
             "candidate": "filtered reply",
         },
-    }
+    )
     setattr(task, WIRED, True)
     return settings
