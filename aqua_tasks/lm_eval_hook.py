@@ -1,12 +1,14 @@
-"""Start-up hook: plain `lm_eval` sees the AQUA tasks, our models and `metric: orca`.
+"""Start-up hook: plain `lm_eval` sees the AQUA tasks, our models and `metric: orca`;
+plain `lmms-eval` sees `metric: orca`.
 
-lm-eval 0.4.13 discovers no plugins. The package installs a `.pth` file that calls
+Neither harness discovers metric plugins. The package installs a `.pth` file that calls
 `install()` at every Python start; `install()` only puts a finder on `sys.meta_path` that
-answers for three lm-eval modules and passes on every other import. When those modules
-finish importing, it hands them to `aqua_tasks.lm_eval_plugin` (task folder indexed, models
-and metric registered, the CLI run extended). A process that never imports lm-eval pays for
-this module and one dictionary lookup per import. Standard library only, and nothing here
-may raise: any failure ends in one warning and plain lm-eval as it is.
+answers for three lm-eval and two lmms-eval modules and passes on every other import. When
+those modules finish importing, it hands them to `aqua_tasks.lm_eval_plugin` (task folder
+indexed, models and metric registered, the CLI run extended) or `aqua_tasks.lmms_eval_plugin`
+(metric registered, judge checked before generation). A process that imports neither pays
+for this module and one dictionary lookup per import. Standard library only, and nothing
+here may raise: any failure ends in one warning and the harness as it is.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 
 # Nothing else is imported at start-up: `logging` and `typing` alone would cost milliseconds.
 
-# Set to 0 / false / off / no to switch the hook off (plain lm-eval, untouched).
+# Set to 0 / false / off / no to switch the hook off (plain lm-eval and lmms-eval, untouched).
 ENV_SWITCH = "AQUA_LM_EVAL_HOOK"
 OFF_VALUES = frozenset({"0", "false", "off", "no"})
 # lm-eval module -> function of aqua_tasks.lm_eval_plugin called once it has imported.
@@ -25,6 +27,17 @@ TRIGGERS = {
     "lm_eval.evaluator": "on_evaluator",
     "lm_eval._cli.run": "on_cli_run",
 }
+# lmms-eval module -> function of aqua_tasks.lmms_eval_plugin called once it has imported.
+LMMS_TRIGGERS = {
+    "lmms_eval.evaluator": "on_evaluator",
+    "lmms_eval.__main__": "on_cli",
+}
+PLUGINS = {"lm-eval": "aqua_tasks.lm_eval_plugin", "lmms-eval": "aqua_tasks.lmms_eval_plugin"}
+
+
+def harness_of(fullname: str) -> str:
+    """Which harness a trigger module belongs to (its plugin module is PLUGINS[harness])."""
+    return "lmms-eval" if fullname in LMMS_TRIGGERS else "lm-eval"
 
 
 def enabled(environ: dict[str, str] | None = None) -> bool:
@@ -37,7 +50,7 @@ class LmEvalImportHook:
     """A meta-path finder for lm-eval's trigger modules only: their real spec, with a call added."""
 
     def __init__(self) -> None:
-        self.pending = dict(TRIGGERS)
+        self.pending = {**TRIGGERS, **LMMS_TRIGGERS}
         self.failed = False
 
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> object:
@@ -79,28 +92,35 @@ class LmEvalImportHook:
             self.remove()
         if action is None or self.failed:
             return
+        harness = harness_of(fullname)
         try:
-            from aqua_tasks import lm_eval_plugin
-
-            problem = lm_eval_plugin.unsupported_version()
+            plugin = __import__(PLUGINS[harness], fromlist=["_"])
+            problem = plugin.unsupported_version()
             if problem:
-                self.fail(problem)
+                self.fail(problem, harness)
                 return
-            getattr(lm_eval_plugin, action)(module)
+            getattr(plugin, action)(module)
         except Exception as err:
-            self.fail(f"{action} failed ({err!r})")
+            self.fail(f"{action} failed ({err!r})", harness)
 
-    def fail(self, reason: str) -> None:
-        """One warning for the whole process; lm-eval then runs without this package's additions."""
+    def fail(self, reason: str, harness: str = "lm-eval") -> None:
+        """One warning for the whole process; the harness then runs without our additions."""
         self.stop()
         try:
             import logging
 
+            without = (
+                "plain lmms-eval works without metric orca"
+                if harness == "lmms-eval"
+                else "Plain lm_eval works without the AQUA tasks, models and metric orca; "
+                "`aqua-eval` loads them explicitly"
+            )
             logging.getLogger(__name__).warning(
-                "aqua-bench-eval: the lm-eval start-up hook is off for this run: %s. Plain "
-                "lm_eval works without the AQUA tasks, models and metric orca; `aqua-eval` "
-                "loads them explicitly (%s=0 silences this hook).",
+                "aqua-bench-eval: the %s start-up hook is off for this run: %s. %s "
+                "(%s=0 silences this hook).",
+                harness,
                 reason,
+                without,
                 ENV_SWITCH,
             )
         except Exception:
@@ -130,6 +150,9 @@ def install() -> LmEvalImportHook | None:
         if any(name in sys.modules for name in TRIGGERS):
             # Too late to watch (lm-eval imported before site ran): say so rather than half-act.
             hook.fail("lm-eval was imported before the hook was installed")
+            return None
+        if any(name in sys.modules for name in LMMS_TRIGGERS):
+            hook.fail("lmms-eval was imported before the hook was installed", "lmms-eval")
             return None
         sys.meta_path.insert(0, hook)
         return hook

@@ -1,7 +1,9 @@
-"""Fixtures of the lmms-eval tests: the main suite's data fixtures, and a CLI runner.
+"""Fixtures of the lmms-eval tests: the main suite's data fixtures, a CLI runner, ORCA data.
 
 These tests run in the second environment (scripts/install-lmms-eval-env.sh), never in the
-main one: `python -m pytest -q tests_lmms`.
+main one: `python -m pytest -q tests_lmms`. The shared data is found as tests/conftest.py
+finds it (AQUA_SHARED_DIR, else beside the repository); the tiny offline judges of
+tests/orca_fixtures.py are reused from there.
 """
 
 from __future__ import annotations
@@ -15,8 +17,17 @@ from pathlib import Path
 
 import pytest
 
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+SHARED = Path(os.environ.get("AQUA_SHARED_DIR", REPO.parent / "shared"))
+ORCA_HUMAN_DIR = SHARED / "data" / "orca-human"
+# tests/orca_fixtures.py builds the tiny judges; one copy of it serves both test folders.
+if str(REPO / "tests") not in sys.path:
+    sys.path.insert(0, str(REPO / "tests"))
 
 # The released data and the real/stand-in clips, found as the main suite finds them.
 _spec = importlib.util.spec_from_file_location("aqua_main_conftest", REPO / "tests" / "conftest.py")
@@ -61,3 +72,11 @@ def lmms_samples(folder: Path, task: str) -> list[dict]:
     (path,) = sorted(folder.rglob(f"*_samples_{task}.jsonl"))
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return sorted(rows, key=lambda r: r["doc_id"])
+
+
+@pytest.fixture(scope="session")
+def orca_human_dev() -> Path:
+    path = ORCA_HUMAN_DIR / "dev.jsonl"
+    if not path.is_file():
+        pytest.fail(f"ORCA human ratings not found at {path} (set AQUA_SHARED_DIR)")
+    return path

@@ -10,133 +10,39 @@ makes `process_results` hand the judge the doc.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
-from dataclasses import asdict
 from typing import Any
 
 from . import compat
 from .judge_pass import JudgeSession, active_session
 from .metric import orca, orca_aggregate, register
-from .payloads import (
-    DEFAULT_QUESTION_FIELD,
-    HIGHER_IS_BETTER,
-    PROMPT_SOURCE,
-    figures_for,
-    judge_inputs,
-    needs_prompt,
-    payloads,
-)
-from .settings import METRIC, OrcaMetricError, OrcaMetricSettings, resolve_settings
+from .settings import OrcaMetricSettings
+from .task_wiring import WIRED, check_question_field, question_rule, reference_of, wire
 
-WIRED = "_orca_wired"
+__all__ = [
+    "WIRED",
+    "check_question_field",
+    "install",
+    "orca_entries",
+    "prepare_tasks",
+    "question_rule",
+    "reference_of",
+    "wire_task",
+]
+
+FORM = "doc-aware (lm_eval with this package installed, aqua-eval, register_all)"
 
 
 def orca_entries(task: Any) -> list[Mapping[str, Any]]:
     """The task's `metric_list` entries that ask for the orca metric (by name or function)."""
-    entries = getattr(task.config, "metric_list", None) or []
-    return [e for e in entries if e.get("metric") == METRIC or e.get("metric") is orca]
+    from .task_wiring import orca_entries as entries
 
-
-def reference_of(task: Any, doc: Mapping[str, Any]) -> Any:
-    """The task's gold answer for a doc, as lm-eval's own generate_until scoring takes it."""
-    target = task.doc_to_target(doc)
-    if task.config.doc_to_choice is not None and isinstance(target, int):
-        return task.doc_to_choice(doc)[target]
-    return target
-
-
-def check_question_field(task: Any, settings: OrcaMetricSettings, where: str) -> None:
-    """Raise OrcaMetricError unless every doc has the question field the entry names."""
-    name = settings.question_field
-    if not name:
-        return
-    docs = task.eval_docs
-    columns = getattr(docs, "column_names", None)
-    if columns is not None:
-        if name not in columns:
-            raise OrcaMetricError(
-                f"{where}: question_field {name!r} is not a doc field (fields: "
-                f"{', '.join(columns)}); name one of them, or leave question_field unset to use "
-                f"`{DEFAULT_QUESTION_FIELD}`, else the prompt"
-            )
-        return
-    missing = [i for i, doc in enumerate(docs) if name not in doc]
-    if missing:
-        raise OrcaMetricError(
-            f"{where}: question_field {name!r} is missing from {len(missing)} doc(s), "
-            f"the first at position {missing[0]}"
-        )
-
-
-def question_rule(settings: OrcaMetricSettings) -> str | None:
-    """Where the judge's question comes from, as recorded in the results' task config."""
-    if settings.question_field == "":
-        return None
-    if settings.question_field is None:
-        return f"doc.{DEFAULT_QUESTION_FIELD} if present, else {PROMPT_SOURCE}"
-    return f"doc.{settings.question_field}"
+    return entries(task, (orca,))
 
 
 def wire_task(task: Any, session: JudgeSession | None = None) -> OrcaMetricSettings | None:
     """Validate the task's orca entry, load its judge into the session, feed the judge the doc."""
-    session = session or active_session() or JudgeSession()
-    name = task.config.task
-    entries = orca_entries(task)
-    if not entries or getattr(task, WIRED, False) or compat.predict_only(task):
-        return None
-    where = f"task {name!r}, metric orca"
-    if len(entries) > 1:
-        raise OrcaMetricError(f"{where}: one orca entry per task (found {len(entries)})")
-    if task.config.output_type != "generate_until":
-        raise OrcaMetricError(
-            f"{where}: orca judges generated answers; output_type is {task.config.output_type!r}"
-        )
-    settings = resolve_settings(entries[0], task.config.metadata, where=where)
-    check_question_field(task, settings, where)
-    try:
-        judge = session.judge(settings)
-    except OrcaMetricError as err:
-        raise OrcaMetricError(f"{where}: {err}") from err
-    figures = figures_for(settings, judge.config.likelihood)
-    original = task.process_results
-    resolved = asdict(settings)
-
-    @functools.wraps(original)
-    def process_results(doc: Mapping[str, Any], results: list) -> dict:
-        out = dict(original(doc, results))
-        if compat.predict_only(task):
-            return out
-        inputs = judge_inputs(
-            settings,
-            reference=reference_of(task, doc),
-            candidate=results[0] if results else "",
-            doc=doc,
-            prompt=task.doc_to_text(doc) if needs_prompt(settings, doc) else None,
-        )
-        out.update(payloads(inputs, resolved, doc_aware=True, figures=figures, task=name))
-        return out
-
-    task.process_results = process_results
-    compat.take_over_metric(task, METRIC, dict.fromkeys(figures, orca_aggregate), HIGHER_IS_BETTER)
-    # Recorded in the results' task config: which doc fields the judge reads.
-    task.config.metadata = {
-        **(task.config.metadata or {}),
-        "orca_inputs": {
-            "form": "doc-aware (lm_eval with this package installed, aqua-eval, register_all)",
-            "checkpoint": settings.checkpoint,
-            "judge_fingerprint": judge.fingerprint(),
-            "clamp": settings.clamp,
-            "question": question_rule(settings),
-            "rationale": settings.rationale_field or None,
-            "transcript": settings.transcript_field or None,
-            "ratings": settings.ratings_field or None,
-            "reference": "doc_to_target",
-            "candidate": "filtered reply",
-        },
-    }
-    setattr(task, WIRED, True)
-    return settings
+    return wire(task, session, aggregation=orca_aggregate, form=FORM, functions=(orca,))
 
 
 def prepare_tasks(task_dict: Mapping[str, Any]) -> list[OrcaMetricSettings]:

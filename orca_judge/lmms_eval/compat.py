@@ -1,0 +1,152 @@
+"""Every place ORCA relies on lmms-eval internals, for the versions listed below.
+
+lmms-eval 0.7.3 resolves a `metric_list` entry through its own registries
+(`lmms_eval.api.registry.METRIC_REGISTRY`, and for an entry without `aggregation:` the
+default aggregation registered under the metric's name), calls an aggregation with nothing
+but the collected values, and has no hook between building tasks and generation. ORCA gets
+what it needs here:
+
+- `register`: `orca` in lmms-eval's metric, aggregation and higher-is-better registries;
+- `patch_evaluate`: wraps `lmms_eval.evaluator.evaluate` (which `simple_evaluate` looks up at
+  call time, after building tasks and applying --predict_only) so each evaluation runs in its
+  own judge session, after a step that sees the built tasks before any request is built;
+- `patch_simple_evaluate`: per-item judge files go where the `EvaluationTracker` writes samples;
+- `aggregation_site`: the filter of the aggregation call in progress, read from the caller's
+  frame (`filter_key` local of `TaskOutput.calculate_aggregate_metric`, whose `self` is the
+  TaskOutput: there is no task object in reach, so the task name travels in the payloads);
+- `patch_cli`: the command-line run ends with one line (exit 2) on a misconfigured judge,
+  where lmms-eval would print a traceback and exit 0.
+
+The built task itself has lm-eval's layout (`_metric_fn_list`, `_aggregation_list`, ...), so
+`orca_judge.lm_eval.compat.predict_only` / `take_over_metric` / `built_tasks` serve both.
+A new lmms-eval version is supported by changing this module (and
+TESTED_LMMS_EVAL_VERSIONS) only.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import Any
+
+from ..lm_eval.compat import tracker_output_folder
+from ..lm_eval.judge_pass import (
+    JudgeSession,
+    active_session,
+    evaluation_session,
+    session_scope,
+)
+from ..lm_eval.settings import METRIC, OrcaMetricError
+
+# lmms-eval versions the end-to-end tests run against.
+TESTED_LMMS_EVAL_VERSIONS = ("0.7.3",)
+# Attribute of our wrappers, so that patching twice is a no-op.
+PATCH_MARK = "_orca_lmms_patched"
+# The output types whose replies orca judges (multi-round and agentic replies are lists).
+GENERATIVE_OUTPUT_TYPES = frozenset({"generate_until"})
+
+Prepare = Callable[[Mapping[str, Any]], object]
+
+
+def lmms_eval_version() -> str | None:
+    """The installed lmms-eval version (None when its metadata cannot be read)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lmms_eval")
+    except PackageNotFoundError:
+        return None
+
+
+def register(metric: Callable, aggregation: Callable) -> None:
+    """`orca` in lmms-eval's registries (after lmms-eval's own metrics); idempotent."""
+    import lmms_eval.api.metrics  # noqa: F401  (registers lmms-eval's own aggregations first)
+    from lmms_eval.api import registry
+
+    if registry.AGGREGATION_REGISTRY.get(METRIC) is not aggregation:
+        registry.AGGREGATION_REGISTRY.pop(METRIC, None)
+        registry.register_aggregation(METRIC)(aggregation)
+    if registry.METRIC_REGISTRY.get(METRIC) is not metric:
+        for table in (
+            registry.METRIC_REGISTRY,
+            registry.METRIC_AGGREGATION_REGISTRY,
+            registry.HIGHER_IS_BETTER_REGISTRY,
+        ):
+            table.pop(METRIC, None)
+        registry.register_metric(metric=METRIC, higher_is_better=True, aggregation=METRIC)(metric)
+    # An entry without `aggregation:` takes the one registered under the metric's name.
+    registry.METRIC_AGGREGATION_REGISTRY[METRIC] = aggregation
+
+
+def patch_evaluate(evaluator: ModuleType, prepare: Prepare) -> None:
+    """Run each lmms-eval evaluate() in a fresh judge session, after `prepare(task_dict)`."""
+    current = evaluator.evaluate
+    if getattr(current, PATCH_MARK, None) is prepare:
+        return
+    current = getattr(current, "__wrapped__", current) if hasattr(current, PATCH_MARK) else current
+
+    @functools.wraps(current)
+    def evaluate(*args: Any, **kwargs: Any) -> Any:
+        task_dict = kwargs["task_dict"] if "task_dict" in kwargs else args[1]
+        with evaluation_session():
+            prepare(task_dict)
+            return current(*args, **kwargs)
+
+    setattr(evaluate, PATCH_MARK, prepare)
+    evaluator.evaluate = evaluate
+
+
+def patch_simple_evaluate(evaluator: ModuleType) -> None:
+    """Per-item judge results go beside the samples of simple_evaluate's EvaluationTracker."""
+    current = evaluator.simple_evaluate
+    if hasattr(current, PATCH_MARK):
+        return
+
+    @functools.wraps(current)
+    def simple_evaluate(*args: Any, **kwargs: Any) -> Any:
+        tracker = kwargs.get("evaluation_tracker")
+        outer = active_session()
+        if tracker is None:
+            return current(*args, **kwargs)
+        session = outer if outer is not None else JudgeSession()
+        session.output_folder = tracker_output_folder(tracker)
+        with session_scope(session):
+            return current(*args, **kwargs)
+
+    setattr(simple_evaluate, PATCH_MARK, True)
+    evaluator.simple_evaluate = simple_evaluate
+
+
+def aggregation_site() -> tuple[str | None, str | None]:
+    """Task name and filter of the lmms-eval aggregation call in progress (None: not found)."""
+    frame = sys._getframe(2)
+    for _ in range(5):
+        if frame is None:
+            break
+        local = frame.f_locals
+        if isinstance(local.get("filter_key"), str):
+            name = getattr(local.get("self"), "task_name", None)
+            return (None if name is None else str(name)), local["filter_key"]
+        frame = frame.f_back
+    return None, None
+
+
+def patch_cli(main: ModuleType) -> None:
+    """lmms-eval's command-line run: a misconfigured judge ends the run with one line, exit 2."""
+    current = getattr(main, "cli_evaluate_single", None)
+    if current is None or hasattr(current, PATCH_MARK):
+        return
+
+    @functools.wraps(current)
+    def cli_evaluate_single(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return current(*args, **kwargs)
+        except OrcaMetricError as err:
+            # lmms-eval would print a traceback and carry on (exit 0); SystemExit passes it.
+            sys.stderr.write(f"lmms-eval: error: {err}\n")
+            raise SystemExit(2) from None
+
+    setattr(cli_evaluate_single, PATCH_MARK, True)
+    main.cli_evaluate_single = cli_evaluate_single

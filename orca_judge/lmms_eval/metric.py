@@ -1,0 +1,69 @@
+"""`metric: orca` for lmms-eval: one batched judge pass per (task, filter), judge checked early.
+
+The judge itself, its settings, the payloads a doc hands it, the batched pass and the
+per-item files are `orca_judge.lm_eval`'s harness-neutral modules; this module only tells
+lmms-eval about them. `install()` (called by the start-up hook when lmms_eval.evaluator is
+imported) registers the metric and, at the start of each evaluate() — after tasks are built,
+before any request — checks every task's orca entry, loads its judge, and makes the task's
+`process_results` hand the judge the doc.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import Any
+
+from ..lm_eval.aggregate import aggregate, doc_less_payloads
+from ..lm_eval.compat import built_tasks
+from ..lm_eval.judge_pass import JudgeSession, active_session
+from ..lm_eval.settings import OrcaMetricSettings
+from ..lm_eval.task_wiring import wire
+from . import compat
+
+FORM = "doc-aware (lmms-eval with this package installed)"
+
+
+def orca(references: Sequence[Any], predictions: Sequence[Any], **entry: Any) -> dict:
+    """lmms-eval's per-doc metric call, used only when a task was not wired (no doc here).
+
+    lmms-eval keeps the `orca` value of the returned dict: the doc's reference and reply.
+    """
+    return doc_less_payloads(references, predictions, **entry)
+
+
+def orca_aggregate(items: Sequence[Any]) -> float:
+    """lmms-eval aggregation for every orca figure: scores the items (once), returns the figure."""
+    return aggregate(items, *compat.aggregation_site())
+
+
+def wire_task(task: Any, session: JudgeSession | None = None) -> OrcaMetricSettings | None:
+    """Validate one built lmms-eval task's orca entry, load its judge, feed the judge the doc."""
+    return wire(
+        task,
+        session,
+        aggregation=orca_aggregate,
+        form=FORM,
+        functions=(orca,),
+        generative=compat.GENERATIVE_OUTPUT_TYPES.__contains__,
+    )
+
+
+def prepare_tasks(task_dict: Mapping[str, Any]) -> list[OrcaMetricSettings]:
+    """Wire every task that uses orca; raises OrcaMetricError before any request is built."""
+    session = active_session() or JudgeSession()
+    return [s for t in built_tasks(task_dict) if (s := wire_task(t, session)) is not None]
+
+
+def register() -> None:
+    """Register metric and aggregation `orca` with lmms-eval; idempotent."""
+    compat.register(orca, orca_aggregate)
+
+
+def install(evaluator: ModuleType | None = None) -> None:
+    """Register the metric and wire orca tasks at the start of each lmms-eval evaluate()."""
+    if evaluator is None:
+        from lmms_eval import evaluator
+    register()
+    compat.patch_evaluate(evaluator, prepare_tasks)
+    compat.patch_simple_evaluate(evaluator)
