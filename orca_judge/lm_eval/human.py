@@ -7,7 +7,6 @@ id, so `metric: orca` judges exactly the answers the humans rated.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import datasets
@@ -16,6 +15,7 @@ from lm_eval.api.model import LM
 from tqdm import tqdm
 
 from ..data import load_items
+from ..saved_candidates import SavedCandidates, doc_id_of
 
 DATA_KEY = "orca_data"
 
@@ -35,32 +35,14 @@ def load_dataset(**kwargs: Any) -> datasets.DatasetDict:
 class OrcaReplayLM(LM):
     """Answers each request with the candidate saved for the doc's id in an ORCA JSONL file."""
 
-    HARNESS_ARGS = frozenset({"batch_size", "max_batch_size", "device"})
-
     def __init__(self, path: str | None = None, **kwargs: object) -> None:
         super().__init__()
-        unknown = sorted(set(kwargs) - self.HARNESS_ARGS)
-        if unknown:
-            raise ValueError(f"orca-replay: unknown model_args {', '.join(unknown)}")
-        if not path:
-            raise ValueError("orca-replay needs the answers: --model_args path=ITEMS.jsonl")
-        self.path = str(path)
-        self.candidates = {item.id: item.candidate for item in load_items(self.path)}
-
-    @staticmethod
-    def _id(request: Instance) -> str:
-        doc = request.doc
-        return str(doc.get("id")) if isinstance(doc, Mapping) else ""
+        self.saved = SavedCandidates(path, kwargs)
 
     def generate_until(self, requests: list[Instance], disable_tqdm: bool = False) -> list[str]:
         """The saved candidate of every request's doc; fails naming ids without one."""
-        missing = [self._id(r) for r in requests if self._id(r) not in self.candidates]
-        if missing:
-            raise ValueError(
-                f"orca-replay: {len(missing)} docs have no candidate in {self.path} "
-                f"(e.g. {', '.join(missing[:5])}); answers are matched by the doc's 'id'"
-            )
-        return [self.candidates[self._id(r)] for r in tqdm(requests, disable=disable_tqdm)]
+        answers = self.saved.answers([doc_id_of(r.doc) for r in requests])
+        return list(tqdm(answers, disable=disable_tqdm))
 
     def loglikelihood(self, requests: list[Instance], disable_tqdm: bool = False) -> list:
         """Not supported: replayed answers are generations."""
