@@ -266,16 +266,49 @@ def _recorded_dates(results: Iterable[Found]) -> tuple[dict, dict[Path, Any]]:
     return dates, payloads
 
 
+def _recorded_model(payload: object) -> tuple[str, str] | None:
+    """(model, model_args) a results file records, or None when it records none."""
+    config = payload.get("config") if isinstance(payload, Mapping) else None
+    if not isinstance(config, Mapping) or "model" not in config:
+        return None
+    return str(config.get("model")), json.dumps(config.get("model_args"), sort_keys=True)
+
+
+def _one_model(
+    path: Path, samples: Iterable[OutputFile], results: Sequence[OutputFile], payloads: Mapping
+) -> None:
+    """Refuse newest-per-task samples that come from evaluations of different models.
+
+    Reruns of some tasks into the same folder are combined (each task's newest samples), but
+    lmms-eval writes the runs of every model without model_args into the output folder
+    itself: there, the newest samples per task can belong to different models.
+    """
+    by_stamp = {(r.path.parent, r.stamp): _recorded_model(payloads.get(r.path)) for r in results}
+    models: dict[tuple[str, str], str] = {}
+    for f in samples:
+        model = by_stamp.get((f.path.parent, f.stamp))
+        if model is not None:
+            models.setdefault(model, f.path.name)
+    if len(models) > 1:
+        shown = ", ".join(f"{name}: {model} {args}" for (model, args), name in models.items())
+        raise AmbiguousRunError(
+            f"{path}: its newest samples per task come from runs of different models ({shown}); "
+            "keep each model's run in its own --output_path, or point at one samples file"
+        )
+
+
 def _files_of(path: Path, folder: Path, found: Sequence[Found]) -> RunFiles:
     harness = _one_harness(path, found)
     dates, payloads = _recorded_dates(f for f in found if f.kind == "results")
     timed = _timed(found, dates)
     results = tuple(oldest_first(timed["results"]))
+    samples = tuple(newest(timed["samples"]).values())
+    _one_model(path, samples, results, payloads)
     return RunFiles(
         path=path,
         folder=folder,
         results=results,
-        samples=tuple(newest(timed["samples"]).values()),
+        samples=samples,
         judges=tuple(newest(timed["judge"]).values()),
         results_payload=payloads[results[-1].path] if results else None,
         results_payloads=payloads,

@@ -349,3 +349,33 @@ def test_aqua_replay_replays_an_lmms_eval_log_given_its_data(released_dir):
     assert ReplayLM(path=str(LMMS), data_dir=str(released_dir)).replies == legacy
     with pytest.raises(runs.RunError, match="pass --data-dir"):
         ReplayLM(path=str(LMMS))
+
+
+def rerun_of_animal(run: Path, model: str) -> None:
+    """A later lmms-eval run of aqua_animal only, written into the same folder by `model`."""
+    later = "20261201_190000"
+    results = json.loads((run / f"{LMMS_STAMP}_results.json").read_text())
+    results["config"]["model"] = model
+    (run / f"{later}_results.json").write_text(json.dumps(results))
+    shutil.copyfile(run / ANIMAL, run / f"{later}_samples_aqua_animal.jsonl")
+
+
+def test_newest_samples_of_another_model_in_the_same_folder_are_refused(
+    tmp_path, capsys, released_dir
+):
+    # lmms-eval writes every model run without model_args into the output folder itself: the
+    # newest animal samples of another model must not be pooled with this run's other tracks.
+    run = copy_run(tmp_path / "run")
+    recorded = json.loads((run / f"{LMMS_STAMP}_results.json").read_text())["config"]["model"]
+    rerun_of_animal(run, "aqua-first-option")
+    err = one_line_error(
+        capsys, aqua_score, [str(run), "--data-dir", str(released_dir)], "aqua-score"
+    )
+    assert "runs of different models" in err
+    assert "aqua-first-option" in err and recorded in err
+    # A rerun of one task by the same model is combined, as before.
+    same = copy_run(tmp_path / "same")
+    rerun_of_animal(same, recorded)
+    assert score_json(capsys, str(same), "--data-dir", str(released_dir))["harness"] == (
+        HARNESS_LMMS_EVAL
+    )
