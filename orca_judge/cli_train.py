@@ -67,6 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
         "refusing; rerunning the same command resumes without it",
     )
     io.add_argument(
+        "--keep-evaluations",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also keep the checkpoints of the last N dev evaluations in "
+        "<run-dir>/evaluations/step-NNNNNN (for orca-average); default 0 keeps only the best",
+    )
+    io.add_argument(
         "--heldout-fraction",
         type=float,
         default=0.0,
@@ -205,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             overwrite=args.overwrite,
             device=args.device,
             progress=not args.no_progress,
+            keep_evaluations=args.keep_evaluations,
         )
         summary: dict[str, Any] = {
             "checkpoint": str(args.output),

@@ -13,6 +13,8 @@ import json
 import math
 import os
 import random
+import re
+import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +53,7 @@ from .model import (
 )
 
 STATE_FILE = "state.pt"
+EVALUATIONS_DIR = "evaluations"
 LOG_FILE = "log.jsonl"
 
 
@@ -267,6 +270,51 @@ def _trim_log(path: Path, last_step: int) -> None:
     atomic_write_text(path, "".join(kept))
 
 
+def _evaluation_steps(folder: Path) -> dict[int, Path]:
+    """The evaluation checkpoints in `folder` by step (`step-000120` -> 120)."""
+    if not folder.is_dir():
+        return {}
+    found = {}
+    for entry in folder.iterdir():
+        match = re.fullmatch(r"step-(\d+)", entry.name)
+        if match and entry.is_dir():
+            found[int(match.group(1))] = entry
+    return found
+
+
+def _require_no_evaluations(folder: Path, overwrite: bool) -> None:
+    """A fresh run must not mix its evaluation checkpoints with another run's."""
+    if not folder.exists() or not any(folder.iterdir()):
+        return
+    if not overwrite:
+        raise RunConflictError(
+            f"{folder}: holds evaluation checkpoints of an earlier run without its resume "
+            "state; pass --overwrite (overwrite=True) to discard them, or use a new --run-dir"
+        )
+    shutil.rmtree(folder)
+
+
+def _drop_evaluations_after(folder: Path, step: int) -> None:
+    """Remove snapshots newer than the resume point (they are written again) and the hidden
+    half-written ones a killed run left."""
+    for at, path in _evaluation_steps(folder).items():
+        if at > step:
+            shutil.rmtree(path)
+    if folder.is_dir():
+        for entry in folder.iterdir():
+            if entry.name.startswith(".step-"):
+                shutil.rmtree(entry, ignore_errors=True)
+
+
+def _keep_evaluation(folder: Path, step: int, keep: int, write: Callable[[Path], Any]) -> None:
+    """Write this evaluation's checkpoint and keep only the newest `keep` of them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write(folder / f"step-{step:06d}")
+    steps = sorted(_evaluation_steps(folder))
+    for old in steps[: max(0, len(steps) - keep)]:
+        shutil.rmtree(folder / f"step-{old:06d}")
+
+
 def _save_state(path: Path, state: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     torch.save(state, tmp)
@@ -291,14 +339,19 @@ def train(
     on_step: Callable[[int, dict[str, Any]], None] | None = None,
     overwrite: bool = False,
     provenance: Mapping[str, Any] | None = None,
+    keep_evaluations: int = 0,
 ) -> TrainResult:
     """Train a judge, keeping the best dev-rho checkpoint in `output`; resumes from `run_dir`.
 
     `provenance` describes where the data came from (file names and hashes, split
     settings): stored in the run state and the metrics; a resume with different values (or
     different items) is refused. `overwrite=True` allows replacing an existing output
-    folder and discarding a run state that belongs to another run.
+    folder and discarding a run state that belongs to another run. `keep_evaluations=N`
+    also keeps the checkpoints of the last N dev evaluations in `run_dir/evaluations/`
+    (`step-000120`, …), for checkpoint averaging (`orca-average`).
     """
+    if keep_evaluations < 0:
+        raise ValueError(f"keep_evaluations must be 0 or more, got {keep_evaluations}")
     output = Path(output)
     run_dir = Path(run_dir) if run_dir else output.with_name(output.name + "-run")
     cfg = cfg.replace(backbone=resolved_backbone(cfg.backbone))
@@ -343,6 +396,7 @@ def train(
             state = None
     if state is None:
         _require_replaceable(output, overwrite)
+        _require_no_evaluations(run_dir / EVALUATIONS_DIR, overwrite)
     # Only now is `output` known to be ours (or ours to replace): clear what killed writes left.
     clean_interrupted(output)
     clean_temporary_files(run_dir)
@@ -388,6 +442,7 @@ def train(
         step, best_rho, best_step = state["step"], state["best_rho"], state["best_step"]
         bad_evals, done, best_dev = state["bad_evals"], state["done"], state["best_dev"]
         _trim_log(run_dir / LOG_FILE, step)
+        _drop_evaluations_after(run_dir / EVALUATIONS_DIR, step)
         _log(run_dir, {"event": "resume", "step": step})
     else:
         state_path.unlink(missing_ok=True)
@@ -425,6 +480,17 @@ def train(
             )
         else:
             bad_evals += 1
+        if keep_evaluations:
+            # written before the resume state: a crash in between leaves a snapshot that the
+            # resume drops and rewrites, never a state pointing at a missing snapshot
+            _keep_evaluation(
+                run_dir / EVALUATIONS_DIR,
+                step,
+                keep_evaluations,
+                lambda target: save_best(
+                    target, cfg, model, tokenizer, fingerprint, {"step": step, "dev": metrics}
+                ),
+            )
         done = bad_evals >= cfg.patience > 0
         record["best_dev_rho"] = best_rho
         bar.set_postfix(
@@ -571,6 +637,7 @@ def train_curriculum(
     overwrite: bool = False,
     device: str | None = None,
     progress: bool = True,
+    keep_evaluations: int = 0,
 ) -> list[TrainResult]:
     """Run stages in order, each from the previous stage's best checkpoint with a fresh optimiser.
 
@@ -598,6 +665,7 @@ def train_curriculum(
                 progress=progress,
                 overwrite=overwrite,
                 provenance=stage.provenance,
+                keep_evaluations=keep_evaluations,
             )
         )
         previous = target
