@@ -20,19 +20,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from aqua_tasks.durable_jsonl import DurableAppender, cache_root, read_records
+
 logger = logging.getLogger(__name__)
 
 JOURNAL_FORMAT = 1
-CACHE_ENV = "AQUA_CACHE_DIR"
 
 
 def default_cache_dir() -> Path:
-    """Where journals go by default: `$AQUA_CACHE_DIR`, else the user's cache folder."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured).expanduser() / "audiolm-replies"
-    base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    return Path(base).expanduser() / "aqua-bench-eval" / "audiolm-replies"
+    """Where journals go by default: `$AQUA_CACHE_DIR/audiolm-replies`, else the user's
+    cache folder (`durable_jsonl.cache_root`)."""
+    return cache_root("audiolm-replies")
 
 
 def digest_json(value: Any) -> str:
@@ -72,28 +70,16 @@ class ReplyJournal:
         self.replies: dict[str, str] = {}
         self.torn = 0
         for path in sorted(self.folder.glob("replies-rank*.jsonl")):
-            self._read(path)
+            records, torn = read_records(path)
+            complete = [r for r in records if "reply" in r]
+            torn += len(records) - len(complete)
+            self.replies.update((str(r["key"]), str(r["reply"])) for r in complete)
+            if torn:
+                logger.warning("%s: ignored %d incomplete line(s)", path, torn)
+            self.torn += torn
+        # One file per process rank: ranks of a data-parallel run never write the same file.
         self.path = self.folder / f"replies-rank{rank}.jsonl"
-        self._handle = self.path.open("a", encoding="utf-8")
-        if self._handle.tell() and not self._ends_with_newline():
-            self._handle.write("\n")  # a killed write left half a line: start a fresh one
-
-    def _ends_with_newline(self) -> bool:
-        with self.path.open("rb") as handle:
-            handle.seek(-1, os.SEEK_END)
-            return handle.read(1) == b"\n"
-
-    def _read(self, path: Path) -> None:
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                self.replies[str(row["key"])] = str(row["reply"])
-            except (ValueError, KeyError, TypeError):
-                self.torn += 1  # only a write cut short by a kill leaves such a line
-        if self.torn:
-            logger.warning("%s: ignored %d incomplete line(s)", path, self.torn)
+        self._appender = DurableAppender(self.path)
 
     def get(self, key: str) -> str | None:
         """The stored reply for a request key, or None."""
@@ -101,15 +87,9 @@ class ReplyJournal:
 
     def put(self, entries: Iterable[tuple[str, str]]) -> None:
         """Store replies and force them to disk before returning."""
-        lines = []
-        for key, reply in entries:
-            self.replies[key] = reply
-            lines.append(json.dumps({"key": key, "reply": reply}, ensure_ascii=False) + "\n")
-        if lines:
-            self._handle.write("".join(lines))
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
+        entries = list(entries)
+        self._appender.append({"key": key, "reply": reply} for key, reply in entries)
+        self.replies.update(entries)
 
     def close(self) -> None:
-        """Close the file (replies stay on disk)."""
-        self._handle.close()
+        """Nothing stays open between writes; kept so callers need not know that."""
