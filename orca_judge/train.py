@@ -283,10 +283,15 @@ def _evaluation_steps(folder: Path) -> dict[int, Path]:
 
 
 def _require_no_evaluations(folder: Path, overwrite: bool) -> None:
-    """A fresh run must not mix its evaluation checkpoints with another run's."""
-    if not folder.exists() or not any(folder.iterdir()):
+    """A fresh run must not mix its evaluation checkpoints with another run's.
+
+    A step-0 snapshot alone (or hidden half-written ones) is what a run killed before its
+    first resume state leaves: the same command run again replaces it without asking.
+    """
+    if not folder.is_dir():
         return
-    if not overwrite:
+    later = [path for step, path in _evaluation_steps(folder).items() if step > 0]
+    if later and not overwrite:
         raise RunConflictError(
             f"{folder}: holds evaluation checkpoints of an earlier run without its resume "
             "state; pass --overwrite (overwrite=True) to discard them, or use a new --run-dir"
@@ -294,12 +299,21 @@ def _require_no_evaluations(folder: Path, overwrite: bool) -> None:
     shutil.rmtree(folder)
 
 
+def _discard(snapshot: Path) -> None:
+    """Remove an evaluation checkpoint; renamed away first, so a kill midway never leaves a
+    half-deleted folder that looks like a checkpoint (the hidden rest goes on resume)."""
+    hidden = snapshot.with_name(f".{snapshot.name}.old")
+    shutil.rmtree(hidden, ignore_errors=True)
+    os.replace(snapshot, hidden)
+    shutil.rmtree(hidden)
+
+
 def _drop_evaluations_after(folder: Path, step: int) -> None:
     """Remove snapshots newer than the resume point (they are written again) and the hidden
     half-written ones a killed run left."""
     for at, path in _evaluation_steps(folder).items():
         if at > step:
-            shutil.rmtree(path)
+            _discard(path)
     if folder.is_dir():
         for entry in folder.iterdir():
             if entry.name.startswith(".step-"):
@@ -312,7 +326,7 @@ def _keep_evaluation(folder: Path, step: int, keep: int, write: Callable[[Path],
     write(folder / f"step-{step:06d}")
     steps = sorted(_evaluation_steps(folder))
     for old in steps[: max(0, len(steps) - keep)]:
-        shutil.rmtree(folder / f"step-{old:06d}")
+        _discard(folder / f"step-{old:06d}")
 
 
 def _save_state(path: Path, state: dict[str, Any]) -> None:

@@ -94,12 +94,19 @@ def test_a_resumed_run_keeps_the_same_evaluation_checkpoints(kept_run, tmp_path)
 
 def test_a_fresh_run_refuses_evaluation_checkpoints_of_another_run(tmp_path):
     cfg = tiny_config(max_steps=2, eval_every=2)
+    # what a run killed before its first resume state leaves is replaced without asking
+    (tmp_path / "judge-run" / "evaluations" / "step-000000").mkdir(parents=True)
+    (tmp_path / "judge-run" / "evaluations" / ".step-000000.tmp-abcdefgh").mkdir()
+    train(cfg, TRAIN, DEV, tmp_path / "judge", progress=False, keep_evaluations=1)
+    shutil.rmtree(tmp_path / "judge")
+    (tmp_path / "judge-run" / "state.pt").unlink()
     stray = tmp_path / "judge-run" / "evaluations" / "step-000002"
-    stray.mkdir(parents=True)
+    assert (stray / "orca_judge.json").exists()
     with pytest.raises(ValueError, match="evaluation checkpoints of an earlier run"):
         train(cfg, TRAIN, DEV, tmp_path / "judge", progress=False, keep_evaluations=1)
+    assert (stray / "orca_judge.json").exists()  # refused: nothing was removed
     train(cfg, TRAIN, DEV, tmp_path / "judge", progress=False, keep_evaluations=1, overwrite=True)
-    assert (stray / "orca_judge.json").exists()
+    assert _steps(tmp_path / "judge-run") == ["step-000002"]
 
 
 def test_orca_train_keep_evaluations_flag(tmp_path):
@@ -208,3 +215,27 @@ def test_orca_average_refuses_judges_of_different_settings(kept_run, tmp_path, c
     assert not (tmp_path / "a").exists()
     assert cli_average.main([str(source), str(source), "--output", str(tmp_path / "a")]) == 2
     assert "named twice" in capsys.readouterr().err
+
+
+def test_a_kill_while_pruning_never_leaves_a_half_deleted_checkpoint(tmp_path, monkeypatch):
+    import orca_judge.train as trainer
+
+    real_rmtree = shutil.rmtree
+
+    def killed_midway(path, *args, **kwargs):
+        if str(path).endswith(".old") and kwargs.get("ignore_errors") is not True:
+            (tmp_path / "judge-run" / "evaluations" / path.name / "adapter").rename(
+                tmp_path / "gone"
+            )  # part of the folder is deleted, then the process dies
+            raise KeyboardInterrupt
+        return real_rmtree(path, *args, **kwargs)
+
+    cfg = tiny_config(max_steps=4, eval_every=2)
+    monkeypatch.setattr(trainer.shutil, "rmtree", killed_midway)
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, TRAIN, DEV, tmp_path / "judge", progress=False, keep_evaluations=1)
+    # the half-deleted step-0 checkpoint is hidden, never listed as a checkpoint
+    assert _steps(tmp_path / "judge-run") == [".step-000000.old", "step-000002"]
+    monkeypatch.setattr(trainer.shutil, "rmtree", real_rmtree)
+    train(cfg, TRAIN, DEV, tmp_path / "judge", progress=False, keep_evaluations=1)
+    assert _steps(tmp_path / "judge-run") == ["step-000004"]
