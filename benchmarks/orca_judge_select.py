@@ -79,7 +79,12 @@ def main(argv: list[str] | None = None) -> int:
         all_preds.append(preds)
         variances = [p.variance_unit for p in preds]
         has_var = all(v is not None for v in variances)
-        rows[Path(path).name] = {
+        name = Path(path).name
+        if name in rows:  # e.g. step-000340 of two runs: the path as given tells them apart
+            name = str(path)
+        if name in rows:
+            parser.error(f"{path}: named twice; each judge must count once")
+        rows[name] = {
             **agreement(
                 [p.expected_unit for p in preds],
                 human,
