@@ -2,7 +2,8 @@
 
 `aqua_tasks.lm_eval_hook` calls one function per lmms-eval module, right after that module
 has executed: the evaluator comes with `metric: orca` registered and its judge checked before
-generation, and the command-line run turns a misconfigured judge into a one-line error.
+generation, and the command-line run turns bad input to our tasks, models or judge into a
+one-line error with exit status 2.
 Only on the lmms-eval versions `orca_judge.lmms_eval.compat` is tested with.
 """
 
@@ -30,7 +31,12 @@ def on_evaluator(module: ModuleType) -> None:
 
 
 def on_cli(module: ModuleType) -> None:
-    """lmms_eval.__main__ imported: a misconfigured orca judge ends the run with one line."""
+    """lmms_eval.__main__ imported: bad input to our tasks, models or judge (no data folder,
+    a missing clip, a misconfigured judge) ends the run with one line and exit status 2 instead
+    of lmms-eval's traceback and exit 0."""
+    from aqua_tasks.audio import AudioFileError
+    from aqua_tasks.data import AquaDataError
+    from orca_judge.checkpoint import CheckpointError
     from orca_judge.lmms_eval.compat import patch_cli
 
-    patch_cli(module)
+    patch_cli(module, (AquaDataError, AudioFileError, CheckpointError))

@@ -1,20 +1,45 @@
-"""A real `lmms-eval` run without the AQUA data folder stops with the setting named."""
+"""Real `lmms-eval` runs with bad input to our tasks stop with one line and exit status 2."""
 
 from __future__ import annotations
 
-from conftest import BIN, run_cli
+import json
+import os
+import subprocess
+
+from conftest import BIN
 
 from aqua_tasks.lmms_eval import include_path
 from aqua_tasks.lmms_eval.task import METADATA_ENV
 
 
-def test_lmms_eval_run_without_data_folder_fails_with_the_setting_named(tmp_path):
-    done = run_cli(
-        BIN / "lmms-eval",
-        *("--include_path", include_path(), "--model", "aqua-always-reject"),
-        *("--tasks", "aqua_animal", "--output_path", tmp_path),
-        env={METADATA_ENV: ""},
+def _lmms_eval(tmp_path, metadata: str) -> subprocess.CompletedProcess:
+    """lmms-eval at its default verbosity (where it would exit 0 after a failure)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", METADATA_ENV: metadata}
+    command = [str(BIN / "lmms-eval"), "--include_path", include_path()]
+    command += ["--model", "aqua-always-reject", "--tasks", "aqua_animal"]
+    return subprocess.run(
+        [*command, "--output_path", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
     )
-    # lmms-eval reports the task's error on one line (and, at default verbosity, exits 0).
-    assert "Error during evaluation: no AQUA data folder given" in done.stdout + done.stderr
-    assert METADATA_ENV in done.stderr
+
+
+def test_lmms_eval_run_without_data_folder_fails_with_the_setting_named(tmp_path):
+    done = _lmms_eval(tmp_path, "")
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("lmms-eval: error:")]
+    assert "no AQUA data folder given" in line and METADATA_ENV in line
+    assert "Traceback" not in done.stderr
+
+
+def test_lmms_eval_run_with_a_missing_clip_fails_naming_it(tmp_path, released_dir):
+    audio = tmp_path / "audio"  # an audio folder without the clips
+    audio.mkdir()
+    done = _lmms_eval(
+        tmp_path / "out", json.dumps({"data_dir": str(released_dir), "audio_root": str(audio)})
+    )
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("lmms-eval: error:")]
+    assert str(audio) in line

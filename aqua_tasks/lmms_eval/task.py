@@ -46,14 +46,16 @@ def run_settings(yaml_metadata: Mapping | None, environ: Mapping[str, str] | Non
         try:
             given = json.loads(text)
         except json.JSONDecodeError as error:
-            raise ValueError(
+            raise AquaDataError(
                 f"{METADATA_ENV} is not valid JSON ({error}). {METADATA_HELP}"
             ) from None
         if not isinstance(given, dict):
-            raise ValueError(f"{METADATA_ENV} must be a JSON object, got {text!r}. {METADATA_HELP}")
+            raise AquaDataError(
+                f"{METADATA_ENV} must be a JSON object, got {text!r}. {METADATA_HELP}"
+            )
     settings = dict(yaml_metadata or {}) | given
     if not settings.get("data_dir"):
-        raise ValueError(f"no AQUA data folder given. {METADATA_HELP}")
+        raise AquaDataError(f"no AQUA data folder given. {METADATA_HELP}")
     return settings
 
 

@@ -133,18 +133,21 @@ def aggregation_site() -> tuple[str | None, str | None]:
     return None, None
 
 
-def patch_cli(main: ModuleType) -> None:
-    """lmms-eval's command-line run: a misconfigured judge ends the run with one line, exit 2."""
+def patch_cli(main: ModuleType, errors: tuple[type[BaseException], ...] = ()) -> None:
+    """lmms-eval's command-line run: a misconfigured judge (or any of `errors`, the plugin's
+    own bad-input errors) ends the run with one line and exit status 2."""
     current = getattr(main, "cli_evaluate_single", None)
     if current is None or hasattr(current, PATCH_MARK):
         return
+    stopping = (OrcaMetricError, *errors)
 
     @functools.wraps(current)
     def cli_evaluate_single(*args: Any, **kwargs: Any) -> Any:
         try:
             return current(*args, **kwargs)
-        except OrcaMetricError as err:
-            # lmms-eval would print a traceback and carry on (exit 0); SystemExit passes it.
+        except stopping as err:
+            # lmms-eval would print a traceback and carry on (exit 0), which a CI job reads as
+            # success; SystemExit passes its handler.
             sys.stderr.write(f"lmms-eval: error: {err}\n")
             raise SystemExit(2) from None
 
