@@ -55,9 +55,10 @@ def test_the_last_n_evaluation_checkpoints_are_kept_with_their_step_and_dev_metr
             (run_dir / "evaluations" / f"step-{step:06d}" / "metrics.json").read_text()
         )
         assert metrics["step"] == step and metrics["dev"]["rho"] == pytest.approx(dev_rho[step])
+    # the tiny judge peaks inside the kept window; the best checkpoint is that step's snapshot
+    assert result.best_step in (4, 6, 8)
     best = run_dir / "evaluations" / f"step-{result.best_step:06d}"
-    if best.exists():  # the best checkpoint is the evaluation checkpoint of its step
-        assert torch.equal(_head(best)["weight"], _head(root / "judge")["weight"])
+    assert torch.equal(_head(best)["weight"], _head(root / "judge")["weight"])
     judge = OrcaJudge.from_pretrained(run_dir / "evaluations" / "step-000008")
     assert len(judge.score(DEV[:3], progress=False)) == 3
 
