@@ -90,6 +90,3 @@ class ReplyJournal:
         entries = list(entries)
         self._appender.append({"key": key, "reply": reply} for key, reply in entries)
         self.replies.update(entries)
-
-    def close(self) -> None:
-        """Nothing stays open between writes; kept so callers need not know that."""

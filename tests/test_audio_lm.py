@@ -510,13 +510,11 @@ def test_journal_ignores_a_line_cut_by_a_kill_and_appends_after_it(tmp_path):
     setting = {"model": "m"}
     journal = ReplyJournal(tmp_path, setting)
     journal.put([("a", "reply a")])
-    journal.close()
     with journal.path.open("a") as handle:
         handle.write('{"key": "b", "rep')  # SIGKILL in the middle of a write
     again = ReplyJournal(tmp_path, setting)
     assert again.replies == {"a": "reply a"} and again.torn == 1
     again.put([("c", "reply c")])
-    again.close()
     assert ReplyJournal(tmp_path, setting).replies == {"a": "reply a", "c": "reply c"}
     # Another model setting never sees these replies.
     assert ReplyJournal(tmp_path, {"model": "other"}).replies == {}
