@@ -10,7 +10,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from aqua_tasks.cli_common import add_json_flag, add_progress_flag, bool_arg, fail
+from aqua_tasks.cli_common import add_json_flag, add_progress_flag, bool_arg, fail, parse_bool
 
 from .config import OrcaConfig
 
@@ -106,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Keys of a curriculum stage besides OrcaConfig fields. `synthesize: true` trains the stage on
+# rule-rated candidates built from its `train` file (orca_judge/synthetic.py), not the file.
+STAGE_KEYS = {"train", "dev", "name", "synthesize"}
+
+
 def _load_yaml(path: str) -> dict[str, Any]:
     import yaml
 
@@ -147,7 +152,7 @@ def plan_stages(args: argparse.Namespace) -> list[dict[str, Any]]:
     stages = []
     for i, raw in enumerate(raw_stages):
         merged = {**{k: v for k, v in top.items() if k != "name"}, **raw, **flags}
-        unknown = set(merged) - fields - {"train", "dev", "name"}
+        unknown = set(merged) - fields - STAGE_KEYS
         if unknown:
             raise ValueError(f"stage {i}: unknown keys {sorted(unknown)}")
         for key in ("train", "dev"):
@@ -160,6 +165,9 @@ def plan_stages(args: argparse.Namespace) -> list[dict[str, Any]]:
             else:
                 merged[key] = _resolve(merged[key], config_dir)
         merged.setdefault("name", f"stage{i + 1}")
+        merged["synthesize"] = parse_bool(
+            f"stage {merged['name']}: synthesize", merged.get("synthesize", False)
+        )
         if not merged.get("backbone"):
             raise ValueError("no --backbone given")
         stages.append(merged)
@@ -169,10 +177,16 @@ def plan_stages(args: argparse.Namespace) -> list[dict[str, Any]]:
 def _load_stages(args: argparse.Namespace) -> tuple[list[Any], list[Any], str | None]:
     """(stages, held-out items, held-out source file): data loaded, split once for the run."""
     from .data import file_sha256, load_items, normalize_question, split_heldout
+    from .synthetic import build_synthetic_items
     from .train import Stage
 
     planned = plan_stages(args)
-    trains = [load_items(spec["train"], require_ratings=True) for spec in planned]
+    trains = []
+    for spec in planned:
+        items = load_items(spec["train"], require_ratings=True)
+        if spec["synthesize"]:
+            items, _ = build_synthetic_items(items, seed=spec.get("seed") or 0)
+        trains.append(items)
     devs = [load_items(spec["dev"], require_ratings=True) for spec in planned]
     heldout: list[Any] = []
     if args.heldout_fraction > 0:
@@ -186,11 +200,12 @@ def _load_stages(args: argparse.Namespace) -> tuple[list[Any], list[Any], str | 
         provenance = {
             "train_file": spec["train"],
             "train_file_sha256": file_sha256(spec["train"]),
+            **({"train_synthesized": "rule-rated (orca-synthesize)"} if spec["synthesize"] else {}),
             "dev_file": spec["dev"],
             "dev_file_sha256": file_sha256(spec["dev"]),
             **split,
         }
-        fields = {k: v for k, v in spec.items() if k not in ("train", "dev", "name")}
+        fields = {k: v for k, v in spec.items() if k not in STAGE_KEYS}
         stages.append(Stage(spec["name"], OrcaConfig(**fields), train_items, dev_items, provenance))
     return stages, heldout, planned[-1]["dev"] if heldout else None
 
@@ -251,9 +266,11 @@ def main(argv: list[str] | None = None) -> int:
             )
         for stage in summary["stages"]:
             data = stage["data"]
+            built = " rule-rated candidates built from" if data.get("train_synthesized") else ""
             print(
-                f"data of {stage['name']}: train {data['train_file']} ({stage['train_items']} "
-                f"items), dev {data['dev_file']} ({stage['dev_items']} items)"
+                f"data of {stage['name']}: train{built} {data['train_file']} "
+                f"({stage['train_items']} items), dev {data['dev_file']} ({stage['dev_items']} "
+                "items)"
             )
         if "heldout" in summary:
             held = summary["heldout"]

@@ -158,3 +158,52 @@ def test_shipped_curriculum_loads_and_splits_the_human_ratings_as_shipped():
     assert not {data.normalize_question(it.question) for it in heldout} & trained
     assert [len(s.dev_items) for s in stages] == [len(dev) - len(heldout)] * 2
     assert [s.config.max_steps for s in stages] == [360, 120]
+
+
+SYNTHETIC = REPO / "configs" / "orca" / "curriculum-synthetic.yaml"
+
+
+def test_a_synthesize_stage_trains_on_rule_rated_candidates_built_from_its_file(tmp_path, capsys):
+    from orca_judge.synthetic import build_synthetic_items
+
+    train = synthetic_items(24, 1, "tr")
+    for i, item in enumerate(train):
+        item["reference"] = f"the {['sun', 'moon', 'rain'][i % 3]} over a quiet sea"
+    write_jsonl(tmp_path / "train.jsonl", train)
+    write_jsonl(tmp_path / "dev.jsonl", synthetic_items(30, 2, "dv"))
+    argv = ["--config", str(SYNTHETIC), "--data-dir", str(tmp_path), "--output"]
+    argv += [str(tmp_path / "out"), "--backbone", str(tiny_llama_dir()), "--max-steps", "1"]
+    argv += ["--eval-every", "1", "--heldout-fraction", "0.5", "--json", *TINY]
+    assert cli_train.main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    built, _ = build_synthetic_items(load_items(tmp_path / "train.jsonl"), seed=0)
+    s0, s1 = summary["stages"]
+    assert (s0["name"], s1["name"]) == ("s0-synthetic", "s1-human")
+    assert s0["train_items"] == len(built) != len(train) and s1["train_items"] == len(train)
+    assert s0["data"]["train_synthesized"] == "rule-rated (orca-synthesize)"
+    assert "train_synthesized" not in s1["data"]
+    assert s0["data"]["train_file"] == s1["data"]["train_file"] == str(tmp_path / "train.jsonl")
+    stored = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert stored["curriculum"][0]["data"]["train_synthesized"]
+    # a value that is not a boolean is refused, naming the stage
+    config = yaml.safe_load(SYNTHETIC.read_text())
+    config["stages"][0]["synthesize"] = "maybe"
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(config))
+    argv[1] = str(tmp_path / "bad.yaml")
+    assert cli_train.main(argv) == 2
+    assert "stage s0-synthetic: synthesize='maybe': expected true/false" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not (HUMAN / "train.jsonl").exists(), reason="human ratings not present")
+def test_shipped_synthetic_curriculum_keeps_the_plain_held_out_split():
+    def load(config):
+        args = cli_train.build_parser().parse_args(
+            ["--config", str(config), "--output", "x", "--heldout-fraction", "0.5"]
+        )
+        return cli_train._load_stages(args)
+
+    (s0, s1), heldout, _ = load(SYNTHETIC)
+    _, plain_heldout, _ = load(SHIPPED)
+    assert [it.id for it in heldout] == [it.id for it in plain_heldout] and len(heldout) == 116
+    assert all("#" in it.id for it in s0.train_items) and len(s0.train_items) == 3180
+    assert len(s1.train_items) == 1923 and s0.dev_items == s1.dev_items
