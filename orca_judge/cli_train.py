@@ -185,7 +185,8 @@ def _load_stages(args: argparse.Namespace) -> tuple[list[Any], list[Any], str | 
     for spec in planned:
         items = load_items(spec["train"], require_ratings=True)
         if spec["synthesize"]:
-            items, _ = build_synthetic_items(items, seed=spec.get("seed") or 0)
+            seed = spec.get("seed", OrcaConfig.__dataclass_fields__["seed"].default)
+            items, _ = build_synthetic_items(items, seed=seed)
         trains.append(items)
     devs = [load_items(spec["dev"], require_ratings=True) for spec in planned]
     heldout: list[Any] = []
