@@ -51,6 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     output = Path(args.output)
     if output.suffix != ".jsonl":
         return fail(PROG, f"--output {output}: expected a .jsonl file name")
+    if output.is_dir():
+        return fail(PROG, f"--output {output} is a folder; name a .jsonl file")
     if output.exists() and not args.overwrite:
         return fail(PROG, f"--output {output} exists; pass --overwrite to replace it")
     try:
@@ -58,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if source == output.resolve():
             return fail(PROG, "--output is the source file; choose another file")
         items = load_items(source)
+        if not items:
+            return fail(PROG, f"{source}: holds no items")
         built, summary = build_synthetic_items(items, seed=args.seed, kinds=args.kinds)
     except (DataError, ValueError) as err:
         return fail(PROG, str(err))
