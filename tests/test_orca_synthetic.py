@@ -83,6 +83,8 @@ def test_deterministic_per_seed_and_different_across_seeds():
 def test_sentence_frames_keep_names_and_lower_case_words():
     built, _ = build_synthetic_items([*ITEMS, _item(9, "Who?", "BBC Radio")], seed=0)
     framed = {it.candidate for it in built if it.id.endswith("#reference")}
+    # seed 0 puts both cases in a sentence frame, so the loop below checks something
+    assert {"Based on the audio, a dog.", "It is piano.", "It is BBC Radio."} <= framed
     for text in framed:
         if text.startswith(("The answer is", "It is", "Based on the audio")):
             assert "A dog" not in text and "Piano" not in text  # lower-cased in a sentence
