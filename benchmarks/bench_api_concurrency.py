@@ -1,6 +1,6 @@
 """`openai-audio-chat` wall time at num_concurrent=1 vs 8 against a local server with latency.
 
-The server (`aqua_tasks.chat_stub`) decodes and checks every clip and answers after a fixed
+The server (`aqua_tasks.testing.chat_stub`) decodes and checks every clip and answers after a fixed
 delay, standing in for a model server's per-request latency; the client's cache is off so
 every request is sent. Reports each wall time and the speed-up.
 
@@ -19,9 +19,9 @@ import numpy as np
 import soundfile as sf
 from lm_eval.api.instance import Instance
 
-from aqua_tasks.api_audio_lm import OpenAIAudioChatLM
-from aqua_tasks.audio import LazyAudio
-from aqua_tasks.chat_stub import StubConfig, start_stub, stub_url
+from aqua_tasks.models.api.client import OpenAIAudioChatLM
+from aqua_tasks.audio.clips import LazyAudio
+from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
 
 
 def build_requests(folder: Path, count: int) -> list[Instance]:

@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from aqua_tasks.data import TRACKS, VARIANT_SUFFIXES, AquaDataError, AquaItem, load_items
-from aqua_tasks.extract import (
+from aqua_tasks.core.data import TRACKS, VARIANT_SUFFIXES, AquaDataError, AquaItem, load_items
+from aqua_tasks.core.extract import (
     Extraction,
     extract_aqua_rules,
     extract_official,

@@ -27,7 +27,7 @@ from orca_judge.data import load_items
 from orca_judge.judge import batched_logits, encode_item, pad_token_id
 from orca_judge.likelihoods import nll, pad_ratings
 from orca_judge.model import OrcaModel, add_lora, collate, load_backbone, pool_last
-from orca_judge.train import epoch_batches
+from orca_judge.training.loop import epoch_batches
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "orca-human"
 

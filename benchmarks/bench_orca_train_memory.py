@@ -20,13 +20,13 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "orca-human"
 
 _CHILD = """
 import json, time, torch
-from aqua_tasks.devices import peak_memory_mb
+from eval_common.devices import peak_memory_mb
 from orca_judge import likelihoods
 from orca_judge.config import OrcaConfig
 from orca_judge.data import load_items
 from orca_judge.judge import encode_item, pad_token_id
 from orca_judge.model import collate
-from orca_judge.train import build_model, enable_gradient_checkpointing
+from orca_judge.training.loop import build_model, enable_gradient_checkpointing
 
 cfg = OrcaConfig(backbone={backbone!r}, lora_r={lora_r}, batch_size={batch_size},
                  gradient_checkpointing={checkpointing})

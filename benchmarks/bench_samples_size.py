@@ -29,8 +29,8 @@ BIN = Path(sys.executable).parent
 
 def make_audio(data_dir: Path, track: str, root: Path) -> None:
     """A 0.1 s tone for every clip of the track, at its resolved path."""
-    from aqua_tasks.audio import canonical_relpath
-    from aqua_tasks.data import load_items
+    from aqua_tasks.audio.clips import canonical_relpath
+    from aqua_tasks.core.data import load_items
 
     rng = np.random.default_rng(0)
     for item in load_items(data_dir, track):
@@ -81,8 +81,8 @@ def _line_bytes(sample: dict) -> int:
 
 def old_layouts(sample: dict, manifest: dict) -> tuple[dict, dict]:
     """The sample as the list layout and as the dict layout wrote it."""
-    from aqua_tasks.lm_eval_task import doc_to_item
-    from aqua_tasks.scoring import item_outcome, metric_value, score_reply
+    from aqua_tasks.lm_eval.task import doc_to_item
+    from aqua_tasks.core.scoring import item_outcome, metric_value, score_reply
 
     doc = {k: v for k, v in sample["doc"].items() if k != "clip_index"}
     # The manifest sat between audio_error and exclude_defective in every doc.

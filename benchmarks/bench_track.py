@@ -29,8 +29,8 @@ CLIP_RATE = 44100
 
 def make_audio(data_dir: Path, root: Path) -> None:
     """ESC-50-sized stand-in clips for every clip of the track, at their resolved paths."""
-    from aqua_tasks.audio import canonical_relpath
-    from aqua_tasks.data import load_items
+    from aqua_tasks.audio.clips import canonical_relpath
+    from aqua_tasks.core.data import load_items
 
     rng = np.random.default_rng(0)
     for item in load_items(data_dir, TRACK)[::4]:
@@ -42,11 +42,11 @@ def make_audio(data_dir: Path, root: Path) -> None:
 
 def child(data_dir: str, audio_root: str, limit: int, eager: bool) -> None:
     """One aqua-eval run in this process; prints wall time and max RSS as JSON."""
-    from aqua_tasks import lm_eval_task
-    from aqua_tasks.audio import load_audio
-    from aqua_tasks.cli_eval import main
-    from aqua_tasks.models import AquaBaselineLM
-    from aqua_tasks.registration import register_all
+    from aqua_tasks.lm_eval import task as lm_eval_task
+    from aqua_tasks.audio.clips import load_audio
+    from aqua_tasks.cli.eval import main
+    from aqua_tasks.models.baselines import AquaBaselineLM
+    from aqua_tasks.lm_eval.registration import register_all
 
     class EnergyReaderLM(AquaBaselineLM):
         """Decodes each request's audio and answers by its loudness."""

@@ -65,7 +65,7 @@ EOF
 
 if [[ -z $PRETRAINED ]]; then
     echo "== building the tiny model in $WORK/tiny"
-    "$PY" -m aqua_tasks.tiny_audio_lm "$WORK/tiny" $TINY_ARGS >/dev/null
+    "$PY" -m aqua_tasks.testing.tiny_audio_lm "$WORK/tiny" $TINY_ARGS >/dev/null
     PRETRAINED=$WORK/tiny
 fi
 
@@ -78,7 +78,7 @@ import numpy as np
 import torch
 from lm_eval.api.instance import Instance
 
-from aqua_tasks.audio_lm import AudioLM, peak_memory_mb
+from aqua_tasks.models.hf_audio_lm import AudioLM, peak_memory_mb
 
 pretrained, device, dtype = sys.argv[1:4]
 batch, items, max_new = (int(x) for x in sys.argv[4:7])
@@ -138,8 +138,8 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from aqua_tasks.audio import canonical_relpath
-from aqua_tasks.data import TRACKS, load_items
+from aqua_tasks.audio.clips import canonical_relpath
+from aqua_tasks.core.data import TRACKS, load_items
 
 data, root, limit = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 rng = np.random.default_rng(0)
@@ -153,7 +153,7 @@ for track in TRACKS:
 EOF
 
 echo "== aqua-eval: --model aqua-audiolm, $DTYPE on $DEVICE, batch $BATCH"
-"$PY" -m aqua_tasks.cli_eval \
+"$PY" -m aqua_tasks.cli.eval \
     --model aqua-audiolm \
     --model_args "pretrained=$PRETRAINED,device=$DEVICE,dtype=$DTYPE,batch_size=$BATCH,max_gen_toks=$MAX_NEW" \
     --tasks aqua_animal,aqua_music,aqua_vocal --limit "$LIMIT" \

@@ -6,7 +6,7 @@ from importlib import import_module
 from typing import Any
 
 # Loaded on first use: `orca_judge.lm_eval.compat` and friends are imported when lm-eval
-# starts (see aqua_tasks.lm_eval_hook), and must not pull in torch for `lm_eval ls tasks`.
+# starts (see aqua_tasks.startup_hook), and must not pull in torch for `lm_eval ls tasks`.
 _EXPORTS = {"OrcaConfig": ".config", "OrcaJudge": ".judge", "OrcaPrediction": ".judge"}
 
 __all__ = ["OrcaConfig", "OrcaJudge", "OrcaPrediction"]

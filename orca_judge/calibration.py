@@ -1,8 +1,9 @@
-"""ORCA judge calibration against human ratings: binned figures, from files or an lm-eval run.
+"""ORCA judge calibration against human ratings: binned figures from predictions and rated items.
 
-Inputs are `orca-score --output` predictions joined with rated items, or the per-item judge
-results a `metric: orca` run writes beside lm-eval's samples. Drawing the picture is
-aqua-report's (`aqua_tasks.report.plot_calibration`), which owns the optional matplotlib.
+Inputs are `orca-score --output` predictions joined with rated items (`load_calibration`), or
+any predictions in the items' order (`calibration_of`; the per-item files of a `metric: orca`
+run are read by `aqua_tasks.runs.judge_calibrations`). Drawing the picture is aqua-report's
+(`aqua_tasks.reports.report.plot_calibration`), which owns the optional matplotlib.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .data import DataError, load_items
-from .lm_eval.results import JudgeResultsError, find_judge_results
-from .metrics import agreement
+from orca_judge.data import DataError, load_items
+from orca_judge.metrics import agreement
 
 
 class CalibrationError(ValueError):
@@ -52,7 +52,7 @@ def calibration_bins(
     return [(s[0] / s[2], s[1] / s[2], int(s[2])) for _, s in sorted(sums.items())]
 
 
-def _calibration(
+def calibration_of(
     rated: Sequence[Any], predicted: Sequence[float], variances: Sequence
 ) -> Calibration:
     """Calibration of predictions (unit scale) against rated OrcaItems, in the same order."""
@@ -74,7 +74,7 @@ def _calibration(
     )
 
 
-def load_calibration(predictions: str | Path, items: str | Path) -> Calibration:
+def loadcalibration_of(predictions: str | Path, items: str | Path) -> Calibration:
     """Join `orca-score --output` predictions with the rated items they were scored on."""
     pred_path = Path(predictions)
     if not pred_path.is_file():
@@ -100,51 +100,11 @@ def load_calibration(predictions: str | Path, items: str | Path) -> Calibration:
             f"{items}: fewer than 2 rated items match the predictions' ids; a calibration "
             "picture needs items with human ratings"
         )
-    return _calibration(
+    return calibration_of(
         rated,
         [float(rows[it.id]["expected_unit"]) for it in rated],
         [rows[it.id].get("variance_unit") for it in rated],
     )
-
-
-def load_run_calibrations(run: str | Path) -> dict[str, Calibration]:
-    """Calibrations from an lm-eval run with `metric: orca` over docs with human ratings.
-
-    One per task and filter whose per-item judge results (`orca_<task>_<filter>_*.jsonl`,
-    written beside the samples; the newest counts) carry ratings, e.g. the `orca_human` task
-    (`ratings_field: ratings`). Keyed `<task>` (filter `none`) or `<task>_<filter>`. The
-    per-item rows hold the judge's inputs, ratings included, so no items file is needed.
-    """
-    run = Path(run)
-    if not run.exists():
-        raise CalibrationError(f"{run}: no such file or directory")
-    try:
-        found = find_judge_results(run)
-    except JudgeResultsError as error:
-        raise CalibrationError(str(error)) from None
-    out: dict[str, Calibration] = {}
-    for (task, filter_name), results in found.items():
-        rated_rows = {k: r for k, r in results.by_key().items() if r["inputs"].get("ratings")}
-        if len(rated_rows) < 2:
-            continue
-        try:
-            rated = load_items([{**r["inputs"], "id": k} for k, r in rated_rows.items()])
-        except DataError as error:
-            raise CalibrationError(f"{results.path}: {error}") from None
-        rows = list(rated_rows.values())
-        name = task if filter_name == "none" else f"{task}_{filter_name}"
-        out[name] = _calibration(
-            rated,
-            [float(r["expected_unit"]) for r in rows],
-            [r.get("variance_unit") for r in rows],
-        )
-    if not out:
-        raise CalibrationError(
-            f"{run}: no ORCA per-item results with human ratings (orca_*.jsonl from a run with "
-            "`metric: orca` and `ratings_field:`, e.g. the orca_human task via aqua-eval "
-            "--output_path)"
-        )
-    return out
 
 
 def calibration_markdown(cal: Calibration, source: str | None = None) -> str:

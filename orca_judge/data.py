@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .template import format_text
+from orca_judge.template import format_text
 
 TEXT_FIELDS = ("question", "reference", "rationale", "transcript", "candidate")
 REQUIRED_FIELDS = ("question", "reference", "candidate")

@@ -11,16 +11,15 @@ from typing import Any
 
 import torch
 
-from aqua_tasks.cli_common import progress as progress_bar
-from aqua_tasks.deprecation import moved
+from eval_common.cli import progress as progress_bar
 
-from . import likelihoods
-from .checkpoint import BackboneMismatchError, CheckpointError, load_model, save_model
-from .config import OrcaConfig
-from .data import OrcaItem, load_items
-from .model import OrcaModel, context_length_of, is_encoder
-from .published import ClampChoice
-from .template import Encoded, encode
+from orca_judge import likelihoods
+from orca_judge.checkpoint import BackboneMismatchError, CheckpointError, load_model, save_model
+from orca_judge.config import OrcaConfig
+from orca_judge.data import OrcaItem, load_items
+from orca_judge.model import OrcaModel, context_length_of, is_encoder
+from orca_judge.checkpoint.published import ClampChoice
+from orca_judge.template import Encoded, encode
 
 __all__ = [
     "BackboneMismatchError",
@@ -36,10 +35,6 @@ __all__ = [
 # Config fields added after judges were first fingerprinted: left out of the fingerprint at
 # these values, so that judges recorded before the field existed keep their identity.
 _LATER_FIELDS = {"use_cls_token": False}
-
-# Moved to orca_judge.checkpoint; old imports keep working with a warning.
-__getattr__ = moved(__name__, {"load_adapter": "orca_judge.checkpoint"})
-
 
 @dataclass
 class OrcaPrediction:
@@ -315,7 +310,7 @@ def batched_logits(
     progress: bool = False,
 ) -> torch.Tensor:
     """Logits for all encoded items in the original order, using length-sorted batches."""
-    from .model import collate
+    from orca_judge.model import collate
 
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
     out = torch.empty(len(encoded), model.head.out_features)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
-from .likelihoods import clamp_mean
+from orca_judge.likelihoods import clamp_mean
 
 DEFAULT_THRESHOLDS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2)
 

@@ -10,10 +10,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from aqua_tasks.deprecation import moved
 
-from .config import OrcaConfig
-from .likelihoods import head_size
+from orca_judge.config import OrcaConfig
+from orca_judge.likelihoods import head_size
 
 # Projection names LoRA adapts, by family; the first family whose names exist in the model wins.
 _LORA_FAMILIES = (
@@ -36,12 +35,6 @@ _LORA_FAMILIES = (
 
 class BackboneLoadError(RuntimeError):
     """The backbone could not be loaded (for example offline with no local copy)."""
-
-
-# Device and dtype resolution moved to aqua_tasks.devices (one rule for every model).
-__getattr__ = moved(
-    __name__, {"resolve_device": "aqua_tasks.devices", "resolve_dtype": "aqua_tasks.devices"}
-)
 
 
 def load_backbone(backbone: str, dtype: torch.dtype) -> nn.Module:

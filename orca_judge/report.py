@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .data import OrcaItem
-from .judge import OrcaPrediction
-from .metrics import agreement
+from orca_judge.data import OrcaItem
+from orca_judge.judge import OrcaPrediction
+from orca_judge.metrics import agreement
 
 
 def agreement_report(

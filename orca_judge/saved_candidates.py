@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .data import load_items
+from orca_judge.data import load_items
 
 # What the harnesses' CLIs pass every model (ignored: nothing is computed).
 HARNESS_ARGS = frozenset({"batch_size", "max_batch_size", "device"})

@@ -61,8 +61,8 @@ def released_audio_root(tmp_path_factory, released_dir) -> Path:
     The three clips the authors published are the real files; the others are short
     synthesized tones at varied sample rates, standing in for ESC-50/VocalSound/music.
     """
-    from aqua_tasks.audio import canonical_relpath
-    from aqua_tasks.data import TRACKS, load_items
+    from aqua_tasks.audio.clips import canonical_relpath
+    from aqua_tasks.core.data import TRACKS, load_items
 
     root = tmp_path_factory.mktemp("audio")
     rng = np.random.default_rng(0)

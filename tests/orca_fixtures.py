@@ -286,7 +286,7 @@ def tiny_config(**overrides):
 def tiny_trained_checkpoint() -> Path:
     """A multinomial judge trained for a few steps on the synthetic task."""
     from orca_judge.data import load_items
-    from orca_judge.train import train
+    from orca_judge.training.loop import train
 
     out = Path(tempfile.mkdtemp(prefix="orca-ckpt-", dir=SCRATCH)) / "judge"
     train(

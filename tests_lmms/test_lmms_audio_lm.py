@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import lmms_eval, lmms_results, lmms_samples, metadata_env, run_cli
 
-from aqua_tasks.generation_failure import FAILED_REPLY_PREFIX
+from aqua_tasks.core.generation_failure import FAILED_REPLY_PREFIX
 from aqua_tasks.lmms_eval import include_path
 from aqua_tasks.lmms_eval.models import lm_eval_gen_kwargs
 
@@ -19,7 +19,7 @@ TASKS = ("aqua_animal", "aqua-cot_vocal")
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("tiny") / "qwen2-audio"
-    run_cli(sys.executable, "-m", "aqua_tasks.tiny_audio_lm", out)
+    run_cli(sys.executable, "-m", "aqua_tasks.testing.tiny_audio_lm", out)
     return out
 
 

@@ -1,7 +1,7 @@
 """The AQUA task class and the functions the lmms-eval task YAMLs reference with `!function`.
 
-Docs, prompts, extraction and metrics are those of the lm-eval tasks (`aqua_tasks.lm_eval_task`,
-`aqua_tasks.scoring`); only lmms-eval's way in differs. lmms-eval has no `custom_dataset` and
+Docs, prompts, extraction and metrics are those of the lm-eval tasks (`aqua_tasks.lm_eval.task`,
+`aqua_tasks.core.scoring`); only lmms-eval's way in differs. lmms-eval has no `custom_dataset` and
 no `--metadata`, so the run settings lm-eval takes from `--metadata` come from the
 `AQUA_METADATA` environment variable (the same JSON) over the YAML's `metadata:` block.
 """
@@ -15,19 +15,19 @@ from collections.abc import Callable, Mapping, Sequence
 
 from lmms_eval.api.task import ConfigurableTask
 
-from aqua_tasks.audio import LazyAudio
-from aqua_tasks.data import DATA_HELP, AquaDataError
-from aqua_tasks.docs import audio_enabled
-from aqua_tasks.lm_eval_task import (
+from aqua_tasks.audio.clips import LazyAudio
+from aqua_tasks.core.data import DATA_HELP, AquaDataError
+from aqua_tasks.core.docs import audio_enabled
+from aqua_tasks.lm_eval.task import (
     doc_to_audio,
     docs_arguments,
     load_dataset,
     task_manifest,
     task_metric,
 )
-from aqua_tasks.lm_eval_task import process_results as lm_eval_process_results
-from aqua_tasks.prompts import render_question
-from aqua_tasks.scoring import ALL_METRICS, as_outcome, unpack_outcome
+from aqua_tasks.lm_eval.task import process_results as lm_eval_process_results
+from aqua_tasks.core.prompts import render_question
+from aqua_tasks.core.scoring import ALL_METRICS, as_outcome, unpack_outcome
 
 logger = logging.getLogger(__name__)
 

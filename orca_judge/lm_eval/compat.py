@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .judge_pass import evaluation_session
+from orca_judge.metric.judge_pass import evaluation_session
 
 # lm-eval versions the end-to-end tests run against.
 TESTED_LM_EVAL_VERSIONS = ("0.4.13",)

@@ -14,8 +14,8 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.model import LM
 from tqdm import tqdm
 
-from ..data import load_items
-from ..saved_candidates import SavedCandidates, doc_id_of
+from orca_judge.data import load_items
+from orca_judge.saved_candidates import SavedCandidates, doc_id_of
 
 DATA_KEY = "orca_data"
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import compat
-from .aggregate import aggregate, check_payloads, doc_less_payloads, report_failure
-from .settings import METRIC
+from orca_judge.lm_eval import compat
+from orca_judge.metric.aggregate import aggregate, check_payloads, doc_less_payloads, report_failure
+from orca_judge.metric.settings import METRIC
 
 # Kept importable under their former names.
 _check_payloads = check_payloads

@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
-from . import compat
-from .judge_pass import JudgeSession, active_session
-from .payloads import (
+from orca_judge.lm_eval import compat
+from orca_judge.metric.judge_pass import JudgeSession, active_session
+from orca_judge.metric.payloads import (
     DEFAULT_QUESTION_FIELD,
     HIGHER_IS_BETTER,
     PROMPT_SOURCE,
@@ -28,7 +28,7 @@ from .payloads import (
     needs_prompt,
     payloads,
 )
-from .settings import METRIC, OrcaMetricError, OrcaMetricSettings, resolve_settings
+from orca_judge.metric.settings import METRIC, OrcaMetricError, OrcaMetricSettings, resolve_settings
 
 WIRED = "_orca_wired"
 Aggregation = Callable[[list], float]

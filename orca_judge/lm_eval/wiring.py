@@ -3,7 +3,7 @@
 lm-eval 0.4.13 gives a registered metric only the reference and the reply, and drops the
 entry's settings when a task has its own `process_results`. Once tasks are built, their
 configs still hold every `metric_list` entry, so `prepare_tasks` (run at the start of each
-evaluation once `install()` has been called, as `aqua_tasks.registration.register_all()`
+evaluation once `install()` has been called, as `aqua_tasks.lm_eval.registration.register_all()`
 does) reads the orca entry from there, loads the judge (failing before any generation), and
 makes `process_results` hand the judge the doc.
 """
@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import compat
-from .judge_pass import JudgeSession, active_session
-from .metric import orca, orca_aggregate, register
-from .settings import OrcaMetricSettings
-from .task_wiring import WIRED, check_question_field, question_rule, reference_of, wire
+from orca_judge.lm_eval import compat
+from orca_judge.metric.judge_pass import JudgeSession, active_session
+from orca_judge.lm_eval.metric import orca, orca_aggregate, register
+from orca_judge.metric.settings import OrcaMetricSettings
+from orca_judge.lm_eval.task_wiring import WIRED, check_question_field, question_rule, reference_of, wire
 
 __all__ = [
     "WIRED",
@@ -35,7 +35,7 @@ FORM = "doc-aware (lm_eval with this package installed, aqua-eval, register_all)
 
 def orca_entries(task: Any) -> list[Mapping[str, Any]]:
     """The task's `metric_list` entries that ask for the orca metric (by name or function)."""
-    from .task_wiring import orca_entries as entries
+    from orca_judge.lm_eval.task_wiring import orca_entries as entries
 
     return entries(task, (orca,))
 

@@ -31,14 +31,14 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-from ..lm_eval.compat import tracker_output_folder
-from ..lm_eval.judge_pass import (
+from orca_judge.lm_eval.compat import tracker_output_folder
+from orca_judge.metric.judge_pass import (
     JudgeSession,
     active_session,
     evaluation_session,
     session_scope,
 )
-from ..lm_eval.settings import METRIC, OrcaMetricError
+from orca_judge.metric.settings import METRIC, OrcaMetricError
 
 # lmms-eval versions the end-to-end tests run against.
 TESTED_LMMS_EVAL_VERSIONS = ("0.7.3",)

@@ -12,7 +12,7 @@ from typing import Any
 
 from lmms_eval.api.model import lmms
 
-from ..saved_candidates import SavedCandidates, doc_id_of
+from orca_judge.saved_candidates import SavedCandidates, doc_id_of
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,66 @@
+"""`aqua-eval`: lm-eval's CLI with the AQUA tasks, metrics and models loaded first."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from eval_common.cli import fail
+from aqua_tasks.lm_eval.run import check_run_settings, command_line_run, report, user_errors
+from aqua_tasks.lm_eval.registration import register_all, task_config_dir
+
+PROG = "aqua-eval"
+# lm-eval 0.4.13's own audio model cannot run (broken registry name, transformers 5, CUDA only).
+MODEL_ALIASES = {"hf-audiolm-qwen": "aqua-audiolm"}
+ALIAS_REASON = "lm-eval 0.4.13's own hf-audiolm-qwen is broken; see docs/audio_lm.md"
+
+
+def model_names() -> list[str]:
+    """The lm-eval model names this package registers."""
+    from aqua_tasks.models.baselines import MODELS
+
+    return [*MODELS, "orca-replay"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run lm-eval's command line with our task folder on the include path."""
+    from lm_eval._cli import HarnessCLI
+    from lm_eval.utils import setup_logging
+
+    # Also done by the start-up hook when lm-eval imports; idempotent, and needed when the
+    # hook is switched off.
+    register_all()
+    setup_logging()
+    saved_argv = sys.argv
+    # lm-eval's parser reads sys.argv itself (it inserts the implicit `run` subcommand there).
+    sys.argv = [PROG, *(sys.argv[1:] if argv is None else argv)]
+    try:
+        with command_line_run() as record:
+            parser = HarnessCLI()
+            parser._parser.prog = PROG
+            parser._parser.description = (
+                "lm-eval's command line with the AQUA-Bench tasks (aqua, aqua_*, aqua-*), the "
+                f"metric `orca` and the models {', '.join(model_names())} available. "
+                "Flags are lm-eval's."
+            )
+            args = parser.parse_args()
+            check_run_settings(args)
+            if getattr(args, "model", None) in MODEL_ALIASES:
+                ours = MODEL_ALIASES[args.model]
+                print(f"{PROG}: --model {args.model} runs {ours} ({ALIAS_REASON})", file=sys.stderr)
+                args.model = ours
+            if hasattr(args, "include_path"):
+                # The CLI accepts one folder; lm-eval's TaskManager accepts a list, ours first.
+                extra = args.include_path
+                args.include_path = [str(task_config_dir())] + ([extra] if extra else [])
+            parser.execute(args)
+    except user_errors() as err:
+        # Bad settings or data are the user's to fix: one line, not a traceback.
+        return fail(PROG, str(err))
+    finally:
+        sys.argv = saved_argv
+    return report(record, PROG)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""`aqua-regress`: a CI gate comparing a candidate run with a baseline run, item by item."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from eval_common.cli import add_json_flag, add_progress_flag, add_seed_flag, fail
+from aqua_tasks.core.data import AquaDataError
+from aqua_tasks.gate.compare import (
+    EXIT_NOT_COMPARABLE,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    ComparedRun,
+    compare_runs,
+    comparison_record,
+    headline,
+    load_run,
+    markdown_summary,
+    why_not_comparable,
+)
+from aqua_tasks.gate.paired import MIN_CA_CLIPS, MIN_JUDGE_UNITS, MetricComparison, judge
+from aqua_tasks.runs.reader import rescoring_notices
+from eval_common.jsonio import json_safe
+
+PROG = "aqua-regress"
+# Names kept importable from here for callers of 0.1.0.
+__all__ = [
+    "EXIT_NOT_COMPARABLE",
+    "EXIT_OK",
+    "EXIT_REGRESSION",
+    "ComparedRun",
+    "build_parser",
+    "compare_runs",
+    "headline",
+    "load_run",
+    "main",
+    "markdown_summary",
+    "why_not_comparable",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line options of aqua-regress."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=(
+            "Compare a candidate run of AQUA tasks with a baseline run item by item (from "
+            "lm-eval or lmms-eval --log_samples output), and the mean ORCA judge score of "
+            "every task run with `metric: orca`. Exit 0: no regression; 1: a metric dropped "
+            "by more than --max-drop points, significant after Holm correction; 2: the runs "
+            "are not comparable (tasks, items, variant, extractor, prompt, audio, judge "
+            "checkpoint) or input is bad."
+        ),
+    )
+    parser.add_argument("--baseline", required=True, type=Path, help="baseline run folder/file")
+    parser.add_argument("--candidate", required=True, type=Path, help="candidate run folder/file")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        metavar="DIR",
+        help="the released AQUA-Bench files, to rebuild the items of an lmms-eval log (its rows "
+        "carry no docs); used for both runs unless --baseline-data-dir/--candidate-data-dir",
+    )
+    parser.add_argument(
+        "--baseline-data-dir", type=Path, metavar="DIR", help="--data-dir of the baseline only"
+    )
+    parser.add_argument(
+        "--candidate-data-dir", type=Path, metavar="DIR", help="--data-dir of the candidate only"
+    )
+    parser.add_argument(
+        "--max-drop",
+        type=float,
+        default=1.0,
+        metavar="POINTS",
+        help="largest tolerated drop in percentage points (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--alpha", type=float, default=0.05, help="significance level (default: %(default)s)"
+    )
+    add_seed_flag(parser, help="seed of the bootstrap")
+    parser.add_argument(
+        "--n-boot",
+        type=int,
+        default=5000,
+        metavar="N",
+        help="bootstrap resamples for CA (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--min-ca-clips",
+        type=int,
+        default=MIN_CA_CLIPS,
+        metavar="N",
+        help="test a CA only when both runs condition it on at least N clips "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--min-judge-items",
+        type=int,
+        default=MIN_JUDGE_UNITS,
+        metavar="N",
+        help="test a judge score only over at least N items (clips, for AQUA items) "
+        "(default: %(default)s)",
+    )
+    add_json_flag(parser)
+    parser.add_argument(
+        "--summary",
+        type=Path,
+        metavar="OUT.md",
+        help="also write the Markdown summary here (e.g. $GITHUB_STEP_SUMMARY; appended to)",
+    )
+    add_progress_flag(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: 0 no regression, 1 regression, 2 not comparable or bad input."""
+    args = build_parser().parse_args(argv)
+    if args.max_drop < 0 or not 0 < args.alpha < 1 or args.n_boot < 1:
+        return fail(PROG, "need --max-drop >= 0, 0 < --alpha < 1 and --n-boot >= 1")
+    try:
+        base = load_run(args.baseline, args.baseline_data_dir or args.data_dir)
+        cand = load_run(args.candidate, args.candidate_data_dir or args.data_dir)
+    except (AquaDataError, OSError, ValueError) as error:
+        return fail(PROG, str(error))
+    for notice in rescoring_notices([*base.replies, *cand.replies]):
+        print(f"{PROG}: {notice}", file=sys.stderr)
+    reason = why_not_comparable(base, cand)
+    comparisons: list[MetricComparison] = []
+    if reason is None:
+        comparisons = judge(
+            compare_runs(
+                base,
+                cand,
+                n_boot=args.n_boot,
+                seed=args.seed,
+                min_ca_clips=args.min_ca_clips,
+                min_judge_items=args.min_judge_items,
+                progress=not args.no_progress,
+            ),
+            max_drop=args.max_drop,
+            alpha=args.alpha,
+        )
+    summary = markdown_summary(
+        base,
+        cand,
+        comparisons,
+        reason,
+        max_drop=args.max_drop,
+        alpha=args.alpha,
+        n_boot=args.n_boot,
+        seed=args.seed,
+    )
+    if args.summary:
+        args.summary.parent.mkdir(parents=True, exist_ok=True)
+        with args.summary.open("a", encoding="utf-8") as handle:
+            handle.write(summary)
+    if reason is not None:
+        code = EXIT_NOT_COMPARABLE
+    else:
+        code = EXIT_REGRESSION if any(c.regression for c in comparisons) else EXIT_OK
+    if args.json:
+        payload = {
+            "status": {0: "ok", 1: "regression", 2: "not comparable"}[code],
+            "reason": reason,
+            "baseline": {"path": str(base.path), "label": base.label, "harness": base.harness},
+            "candidate": {"path": str(cand.path), "label": cand.label, "harness": cand.harness},
+            "settings": {
+                "max_drop": args.max_drop,
+                "alpha": args.alpha,
+                "seed": args.seed,
+                "n_boot": args.n_boot,
+                "min_ca_clips": args.min_ca_clips,
+                "min_judge_items": args.min_judge_items,
+            },
+            "comparisons": [comparison_record(c) for c in comparisons],
+        }
+        print(json.dumps(json_safe(payload), indent=2))
+    elif reason is None:
+        print(summary)
+    line = headline(comparisons, reason, args.max_drop, args.alpha)
+    # stdout stays pure JSON with --json; failures go to stderr, where CI logs show them.
+    print(f"{PROG}: {line}", file=sys.stderr if code or args.json else sys.stdout)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

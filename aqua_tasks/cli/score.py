@@ -1,0 +1,204 @@
+"""`aqua-score`: score saved replies with the AQUA protocol, without running a model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from eval_common.cli import add_json_flag, add_progress_flag, add_seed_flag, fail, progress
+from aqua_tasks.core.data import TRACKS, AquaDataError
+from aqua_tasks.core.extract import EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
+from aqua_tasks.core.intervals import metric_intervals
+from aqua_tasks.runs.lmms_eval_logs import HARNESS_LMMS_EVAL
+from aqua_tasks.core.pooling import all_tracks_rows, pool_condition, pool_outcomes
+from aqua_tasks.runs.scores import breakdown, condition_map
+from aqua_tasks.runs.reader import iter_tasks, read_run, require_aqua_items, rescoring_notices
+from aqua_tasks.runs.reader import score_items as score_replies
+from aqua_tasks.core.scoring import format_table, metric_value, summarize
+from eval_common.jsonio import json_safe, write_jsonl
+
+PROG = "aqua-score"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line options of aqua-score."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=(
+            "Score saved replies to AQUA-Bench questions: Solvable accuracy and conditional "
+            "accuracy (CA) on AAD, IASD and IAQD, per track. RESULTS is an lm-eval or lmms-eval "
+            "output folder or samples file written with --log_samples (lmms-eval: with "
+            "--data-dir), or the authors' results JSON (the released list with a 'response' "
+            "key per entry)."
+        ),
+    )
+    parser.add_argument("results", type=Path, help="results file or folder")
+    parser.add_argument(
+        "--extractor",
+        choices=EXTRACTOR_NAMES,
+        default=None,
+        help="answer extractor (default: the one recorded in lm-eval samples, else mmau)",
+    )
+    parser.add_argument(
+        "--track",
+        choices=TRACKS,
+        help="track of an authors' results file whose name and audio paths do not tell it",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        metavar="DIR",
+        help="the released AQUA-Bench files the run was made from: needed for lmms-eval logs, "
+        "whose rows carry no docs (items are rebuilt by doc id and checked against the log)",
+    )
+    parser.add_argument(
+        "--exclude-defective",
+        action="store_true",
+        help="leave out items flagged as defective in the release (counts are reported)",
+    )
+    parser.add_argument(
+        "--condition-on",
+        type=Path,
+        metavar="RUN",
+        help="condition CA on the Solvable answers of another run (e.g. CoT CA on the plain "
+        "run, the paper's Table 1 layout); default: this run's own Solvable answers",
+    )
+    parser.add_argument(
+        "--breakdown",
+        choices=("subtype", "class"),
+        help="also report accuracy per item type and subtype, or per true class",
+    )
+    parser.add_argument(
+        "--n-boot", type=int, default=2000, help="bootstrap resamples for CA intervals"
+    )
+    add_seed_flag(parser, help="seed of the CA bootstrap")
+    parser.add_argument("--per-item", type=Path, help="write one JSON row per item here")
+    add_json_flag(parser)
+    add_progress_flag(parser)
+    return parser
+
+
+def _rebuilt(harness: str, data_dir: Path | None) -> str:
+    return f"; items rebuilt by doc id from {data_dir}" if harness == HARNESS_LMMS_EVAL else ""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: exit 0 on success, 2 on unreadable or malformed input."""
+    args = build_parser().parse_args(argv)
+    try:
+        run = read_run(args.results, track=args.track, data_dir=args.data_dir)
+        replies = require_aqua_items(run)
+        conditions = (
+            condition_map(
+                require_aqua_items(read_run(args.condition_on, data_dir=args.data_dir)),
+                args.extractor,
+            )
+            if args.condition_on
+            else None
+        )
+    except (AquaDataError, OSError) as error:
+        return fail(PROG, str(error))
+    if args.extractor is None:
+        for notice in rescoring_notices(replies):
+            print(f"{PROG}: {notice}", file=sys.stderr)
+    per_task: dict[str, dict[str, float]] = {}
+    intervals: dict[str, dict[str, tuple[float, float]]] = {}
+    extractors: dict[str, str] = {}
+    breakdowns: dict[str, list[dict]] = {}
+    rows: list[dict] = []
+    values_of: dict[str, list[dict]] = {}
+    conditions_of: dict[str, dict] = {}
+    tasks = iter_tasks(replies)
+    for task, task_replies in progress(tasks, "scoring", not args.no_progress, unit="task"):
+        verdicts = score_replies(
+            task_replies, extractor=args.extractor, exclude_defective=args.exclude_defective
+        )
+        values = [metric_value(v) for v in verdicts]
+        condition = None
+        if conditions is not None:
+            track = task_replies[0].item.track
+            if track not in conditions:
+                return fail(
+                    PROG, f"--condition-on {args.condition_on} has no {track} Solvable items"
+                )
+            condition = conditions[track]
+            conditions_of[task] = condition
+        values_of[task] = values
+        per_task[task] = summarize(values, condition)
+        intervals[task] = metric_intervals(
+            values, condition=condition, n_boot=args.n_boot, seed=args.seed
+        )
+        extractors[task] = ",".join(sorted({v.extractor for v in verdicts}))
+        if args.breakdown:
+            breakdowns[task] = breakdown(task_replies, verdicts, args.breakdown)
+        rows.extend(
+            {"task": task, **v.to_record(), "manifest": dict(r.manifest)}
+            for r, v in zip(task_replies, verdicts, strict=True)
+        )
+    # All-tracks rows pool the clips of their tracks (Σ correct / Σ n), with their intervals.
+    pooled_rows = all_tracks_rows(per_task)
+    for name, members in pooled_rows.items():
+        pooled = pool_outcomes({t: values_of[t] for t in members})
+        condition = pool_condition({t: conditions_of[t] for t in members}) if conditions else None
+        per_task[name] = summarize(pooled, condition)
+        intervals[name] = metric_intervals(
+            pooled, condition=condition, n_boot=args.n_boot, seed=args.seed
+        )
+        extractors[name] = ",".join(sorted({extractors[t] for t in members}))
+    if args.per_item:
+        write_jsonl(args.per_item, rows)
+    if args.json:
+        payload = {
+            "results": per_task,
+            "intervals": {"level": 0.95, "seed": args.seed, "n_boot": args.n_boot, **intervals},
+            "extractor": extractors,
+            "extractor_versions": EXTRACTOR_VERSIONS,
+            "conditioned_on": str(args.condition_on) if args.condition_on else None,
+            "source": str(args.results),
+            "harness": run.harness,
+        }
+        if args.breakdown:
+            payload["breakdown"] = breakdowns
+        print(json.dumps(json_safe(payload), indent=2))
+        return 0
+    print(format_table(per_task, intervals=intervals))
+    print(
+        "\nOri = Solvable accuracy; AAD/IASD/IAQD = conditional accuracy over the clips "
+        + (
+            f"whose Solvable item was answered correctly in {args.condition_on}"
+            if args.condition_on
+            else "whose Solvable item was answered correctly"
+        )
+        + " (n = clips). Brackets: 95 % intervals (Wilson; CA: clip bootstrap, "
+        + f"seed {args.seed})."
+        + (
+            " Rows aqua / aqua-<setting>: every clip of their tracks pooled (Σ correct / Σ n)."
+            if pooled_rows
+            else ""
+        )
+    )
+    print(f"read: {args.results} ({run.harness}{_rebuilt(run.harness, args.data_dir)})")
+    for task, m in per_task.items():
+        notes = [f"extractor {extractors[task]}"]
+        if m["n_unconditioned"]:
+            notes.append(f"{int(m['n_unconditioned'])} items lack their clip's Solvable item")
+        if m["n_excluded"]:
+            notes.append(f"{int(m['n_excluded'])} defective items excluded")
+        print(f"{task}: {'; '.join(notes)}")
+    for task, cells in breakdowns.items():
+        print(f"\n{task} by {args.breakdown}:\n| type | {args.breakdown} | n | acc | 95 % CI |")
+        print("|---|---|---|---|---|")
+        for c in cells:
+            low, high = c["ci95"]
+            print(
+                f"| {c['type']} | {c[args.breakdown]} | {c['n']} | {100 * c['acc']:.1f} "
+                f"| {100 * low:.1f}–{100 * high:.1f} |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Register AQUA models with lm-eval, idempotently, without hiding lm-eval's own models."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+# lm-eval tells every custom_dataset task how to pass --metadata, even when it was passed.
+CUSTOM_DATASET_HINT = "Custom kwargs can be passed to `--metadata`"
+
+
+class _QuietCustomDatasetHint(logging.Filter):
+    """Drops lm-eval's --metadata hint for our own tasks, which always read --metadata."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (CUSTOM_DATASET_HINT in message and message.startswith(("aqua", "orca")))
+
+
+_HINT_FILTER = _QuietCustomDatasetHint()
+
+
+def task_config_dir() -> Path:
+    """Folder of the installed AQUA task YAMLs (pass it to lm_eval --include_path)."""
+    return Path(str(files("aqua_tasks.task_configs")))
+
+
+def with_task_folder(include_path: Any, include_defaults: bool = True) -> Any:
+    """A TaskManager's include_path with the AQUA task folder first (once; user folders after).
+
+    Unchanged when the caller indexes only its own folders (include_defaults=False) or already
+    names ours; a user's folder comes later, so its tasks override ours of the same name.
+    """
+    if not include_defaults:
+        return include_path
+    ours = task_config_dir()
+    if include_path is None:
+        given = []
+    elif isinstance(include_path, (list, tuple)):  # what TaskManager takes as several folders
+        given = list(include_path)
+    else:
+        given = [include_path]
+    if any(_same_folder(path, ours) for path in given):
+        return include_path
+    return [str(ours), *given]
+
+
+def _same_folder(path: Any, folder: Path) -> bool:
+    try:
+        return Path(path).resolve() == folder.resolve()
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+# Attribute of our TaskManager.__init__ wrapper.
+_INDEXES_AQUA = "_indexes_aqua_tasks"
+
+
+def index_task_folder(task_manager_cls: type) -> None:
+    """Make every lm-eval TaskManager index the AQUA task folder too; idempotent."""
+    init = task_manager_cls.__init__
+    if getattr(init, _INDEXES_AQUA, False):
+        return
+
+    @functools.wraps(init)
+    def __init__(
+        self: Any,
+        verbosity: str | None = None,
+        include_path: Any = None,
+        include_defaults: bool = True,
+        metadata: dict | None = None,
+    ) -> None:
+        init(
+            self,
+            verbosity,
+            with_task_folder(include_path, include_defaults),
+            include_defaults,
+            metadata,
+        )
+
+    setattr(__init__, _INDEXES_AQUA, True)
+    task_manager_cls.__init__ = __init__
+
+
+def register_all() -> None:
+    """Register the AQUA and ORCA models and metric `orca`; safe to call any number of times."""
+    from lm_eval.api.registry import model_registry, register_model
+
+    from aqua_tasks.lm_eval.task import fix_results
+    from aqua_tasks.models.baselines import MODELS
+    from orca_judge.lm_eval.compat import fill_registries, patch_evaluate, patch_make_table
+    from orca_judge.lm_eval.human import OrcaReplayLM
+    from orca_judge.lm_eval.wiring import install
+
+    # lm-eval fills its model registry lazily only while it is empty: import its own models
+    # first, or registering ours would hide `hf`, `vllm`, `dummy`, ...
+    fill_registries()
+
+    for name, cls in {**MODELS, "orca-replay": OrcaReplayLM}.items():
+        if model_registry.get(name, None) is not cls:
+            register_model(name)(cls)
+    # Metric `orca`, and its settings checked and judge loaded before any generation.
+    install()
+    # Pooled all-tracks rows, standard errors and counts in the results lm-eval prints and saves.
+    patch_evaluate(finish=fix_results)
+    patch_make_table()
+    task_logger = logging.getLogger("lm_eval.api.task")
+    if _HINT_FILTER not in task_logger.filters:
+        task_logger.addFilter(_HINT_FILTER)

@@ -1,0 +1,103 @@
+"""The AQUA part of an lm-eval results dict, fixed after lm-eval's own aggregation.
+
+lm-eval 0.4.13 averages a group's subtask values weighted by item count (so the `aqua`
+group's CA is no CA), gives custom aggregations no standard error, and prints every metric
+as a float marked higher-is-better. `fix_aqua_results` rewrites, from the per-item outcomes:
+
+- every all-tracks row (lm-eval's `aqua` group, or one added when only the tracks were
+  selected, e.g. `--tasks 'aqua_*'`; `aqua-cot` and the like for ablations) pooled over
+  clips (see `aqua_tasks.core.pooling`), with its counts;
+- a standard error for every rate: binomial for accuracies, clip bootstrap for CA;
+- counts as integers with no direction and no standard error.
+
+Pure: no harness is imported; the results dict given is not modified.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from aqua_tasks.core.intervals import metric_stderrs
+from aqua_tasks.core.pooling import all_tracks_rows, pool_outcomes
+from aqua_tasks.core.scoring import ALL_METRICS, COUNT_METRICS, LOWER_IS_BETTER, summarize
+
+# Bootstrap replicates for a CA's standard error (lm-eval's bootstrap_iters caps it; 0: none).
+STDERR_BOOT = 1000
+POOLED_ALIAS = "{name} (all tracks, pooled over clips)"
+NO_STDERR = "N/A"
+
+# task -> filter -> per-item values (packed integers or anything `scoring.as_outcome` reads)
+Outcomes = Mapping[str, Mapping[str, Sequence]]
+
+
+def metric_directions() -> dict[str, bool | None]:
+    """lm-eval's higher_is_better of every AQUA metric; None (no arrow) for counts."""
+    return {m: None if m in COUNT_METRICS else m not in LOWER_IS_BETTER for m in ALL_METRICS}
+
+
+def _write_figures(row: dict, filter_key: str, values: Sequence, n_boot: int, seed: int) -> None:
+    summary = summarize(values)
+    stderrs = metric_stderrs(values, n_boot=n_boot, seed=seed) if n_boot else {}
+    for metric in ALL_METRICS:
+        stderr_key = f"{metric}_stderr,{filter_key}"
+        if metric in COUNT_METRICS:
+            row[f"{metric},{filter_key}"] = int(summary[metric])
+            row.pop(stderr_key, None)
+            continue
+        row[f"{metric},{filter_key}"] = summary[metric]
+        stderr = stderrs.get(metric, math.nan)
+        row[stderr_key] = NO_STDERR if math.isnan(stderr) else stderr
+
+
+def _pooled_rows(results: Mapping, outcomes: Outcomes) -> dict[str, list[str]]:
+    """All-tracks row → member tasks: the settings with two tracks or more, and every
+    lm-eval group all of whose subtasks are AQUA tasks of this run."""
+    rows = all_tracks_rows(outcomes)
+    for group, members in (results.get("group_subtasks") or {}).items():
+        if members and all(m in outcomes for m in members):
+            rows[group] = sorted(members)
+    return rows
+
+
+def fix_aqua_results(
+    results: Mapping, outcomes: Outcomes, *, n_boot: int = STDERR_BOOT, seed: int = 0
+) -> dict:
+    """A copy of an lm-eval results dict with pooled all-tracks rows, stderrs and counts fixed.
+
+    `outcomes` holds every AQUA task's per-item values per filter; tasks without are left as
+    lm-eval wrote them. `n_boot` 0 computes no standard error (lm-eval's bootstrap_iters=0).
+    """
+    fixed = dict(results)
+    table = {k: dict(v) for k, v in (results.get("results") or {}).items()}
+    groups = {k: dict(v) for k, v in (results.get("groups") or {}).items()}
+    subtasks = {k: list(v) for k, v in (results.get("group_subtasks") or {}).items()}
+    directions = {k: dict(v) for k, v in (results.get("higher_is_better") or {}).items()}
+    versions = dict(results.get("versions") or {})
+    outcomes = {t: by_filter for t, by_filter in outcomes.items() if t in table and by_filter}
+    for task, by_filter in outcomes.items():
+        for filter_key, values in by_filter.items():
+            _write_figures(table[task], filter_key, values, n_boot, seed)
+        directions[task] = directions.get(task, {}) | metric_directions()
+    for name, members in _pooled_rows(results, outcomes).items():
+        # lm-eval's own group values (size-weighted means) are dropped, not kept beside.
+        row = {"alias": POOLED_ALIAS.format(name=name), "name": name}
+        row["sample_len"] = sum(int(table[m].get("sample_len", 0)) for m in members)
+        filters = set.intersection(*(set(outcomes[m]) for m in members))
+        for filter_key in sorted(filters):
+            pooled = pool_outcomes({m: outcomes[m][filter_key] for m in members})
+            _write_figures(row, filter_key, pooled, n_boot, seed)
+        table[name] = row
+        groups[name] = dict(row)
+        subtasks.setdefault(name, members)
+        member_versions = {str(versions.get(m)) for m in members}
+        if len(member_versions) == 1 and members[0] in versions:
+            versions.setdefault(name, versions[members[0]])
+        directions[name] = directions.get(name, {}) | metric_directions()
+    fixed["results"] = table
+    if groups:
+        fixed["groups"] = groups
+    fixed["group_subtasks"] = subtasks
+    fixed["higher_is_better"] = directions
+    fixed["versions"] = versions
+    return fixed

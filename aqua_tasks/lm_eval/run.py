@@ -1,0 +1,136 @@
+"""What an lm-eval command-line run gets from this package, under `aqua-eval` or plain `lm_eval`.
+
+- `--metadata` of an AQUA run checked before lm-eval spends time indexing and loading;
+- each evaluation in a judge session whose per-item files go beside lm-eval's samples;
+- the paper-layout table after lm-eval's own, and judge failures repeated at the end with a
+  non-zero exit.
+
+`aqua-eval` opens `command_line_run()` around lm-eval's CLI; under plain `lm_eval` the
+start-up hook wraps lm-eval's `run` command with `extend_run_command`. Inside `aqua-eval`
+the wrapped command sees the open run and adds nothing twice.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from eval_common.cli import fail
+
+# Modules that need scipy, regex or torch are imported when used: `lm_eval ls tasks` and
+# `lm_eval --help` import lm-eval's run command too, and must stay quick.
+
+# Attribute of our wrapper of lm-eval's `run` command.
+_EXTENDED = "_aqua_extended"
+
+
+@dataclass
+class CliRun:
+    """The evaluations of one command-line run: their results and any judge failures."""
+
+    results: list[dict] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+
+_ACTIVE: ContextVar[CliRun | None] = ContextVar("aqua_cli_run", default=None)
+
+
+@contextmanager
+def command_line_run() -> Iterator[CliRun]:
+    """Within: lm_eval.simple_evaluate runs in a judge session, keeping results (re-entrant)."""
+    active = _ACTIVE.get()
+    if active is not None:
+        yield active
+        return
+    import lm_eval
+    from lm_eval import evaluator
+
+    from orca_judge.lm_eval.compat import tracker_output_folder
+    from orca_judge.metric.judge_pass import JudgeSession, session_scope
+
+    record = CliRun()
+
+    def evaluate_and_keep(*args: Any, **kwargs: Any) -> dict | None:
+        # Per-item judge results go where lm-eval's tracker writes the samples; each
+        # evaluation inside gets its own judge session, sharing this folder and failure log.
+        folder = tracker_output_folder(kwargs.get("evaluation_tracker"))
+        with session_scope(JudgeSession(output_folder=folder, failures=record.failures)):
+            results = evaluator.simple_evaluate(*args, **kwargs)
+        if results is not None:
+            record.results.append(results)
+        return results
+
+    # lm-eval's CLI fetches `lm_eval.simple_evaluate` at run time and never returns the
+    # results; an attribute of the package shadows its lazy module __getattr__.
+    token = _ACTIVE.set(record)
+    lm_eval.simple_evaluate = evaluate_and_keep
+    try:
+        yield record
+    finally:
+        del lm_eval.simple_evaluate
+        _ACTIVE.reset(token)
+
+
+def user_errors() -> tuple[type[Exception], ...]:
+    """Errors in the user's settings or data: reported in one line, not with a traceback."""
+    from aqua_tasks.models.api.client import EndpointError
+    from aqua_tasks.audio.clips import AudioFileError
+    from aqua_tasks.core.data import AquaDataError
+    from orca_judge.metric.settings import OrcaMetricError
+
+    return (OrcaMetricError, AquaDataError, AudioFileError, EndpointError)
+
+
+def check_run_settings(args: Any) -> None:
+    """Raise AquaDataError for `--metadata` an AQUA run cannot use (no-op for other tasks)."""
+    from aqua_tasks.core.run_settings import check_aqua_metadata, selects_aqua_tasks
+
+    if getattr(args, "command", "run") == "run" and selects_aqua_tasks(
+        getattr(args, "tasks", None)
+    ):
+        check_aqua_metadata(getattr(args, "metadata", None))
+
+
+def report(record: CliRun, prog: str) -> int:
+    """Print the paper-layout table of each AQUA evaluation and the judge failures; exit status."""
+    from aqua_tasks.reports.table import paper_table
+
+    for results in record.results:
+        table = paper_table(results)
+        if table:
+            print(f"\nAQUA-Bench (paper layout, %):\n{table}")
+    for message in record.failures:
+        fail(prog, message)
+    return 1 if record.failures else 0
+
+
+def extend_run_command(run_cls: type, prog: str = "lm_eval") -> None:
+    """Wrap lm-eval's `run` command with what this module adds; idempotent."""
+    execute: Callable[[Any], None] = run_cls._execute
+    if getattr(execute, _EXTENDED, False):
+        return
+
+    @functools.wraps(execute)
+    def _execute(args: Any) -> None:
+        if _ACTIVE.get() is not None:  # aqua-eval: it checks, collects and reports itself
+            execute(args)
+            return
+        try:
+            check_run_settings(args)
+            with command_line_run() as record:
+                execute(args)
+        except Exception as err:
+            if not isinstance(err, user_errors()):
+                raise
+            sys.exit(fail(prog, str(err)))
+        status = report(record, prog)
+        if status:
+            sys.exit(status)
+
+    setattr(_execute, _EXTENDED, True)
+    run_cls._execute = staticmethod(_execute)

@@ -1,0 +1,42 @@
+"""What plain `lmms-eval` gets from this package, applied by the start-up hook as lmms-eval imports.
+
+`aqua_tasks.startup_hook` calls one function per lmms-eval module, right after that module
+has executed: the evaluator comes with `metric: orca` registered and its judge checked before
+generation, and the command-line run turns bad input to our tasks, models or judge into a
+one-line error with exit status 2.
+Only on the lmms-eval versions `orca_judge.lmms_eval.compat` is tested with.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+
+def unsupported_version() -> str | None:
+    """Why the installed lmms-eval cannot be extended (None: it is a tested version)."""
+    from orca_judge.lmms_eval.compat import TESTED_LMMS_EVAL_VERSIONS, lmms_eval_version
+
+    version = lmms_eval_version()
+    if version in TESTED_LMMS_EVAL_VERSIONS:
+        return None
+    tested = ", ".join(TESTED_LMMS_EVAL_VERSIONS)
+    return f"lmms-eval {version} is not a version this package is tested with ({tested})"
+
+
+def on_evaluator(module: ModuleType) -> None:
+    """lmms_eval.evaluator imported: metric orca registered, judges checked before generation."""
+    from orca_judge.lmms_eval.metric import install
+
+    install(module)
+
+
+def on_cli(module: ModuleType) -> None:
+    """lmms_eval.__main__ imported: bad input to our tasks, models or judge (no data folder,
+    a missing clip, a misconfigured judge) ends the run with one line and exit status 2 instead
+    of lmms-eval's traceback and exit 0."""
+    from aqua_tasks.audio.clips import AudioFileError
+    from aqua_tasks.core.data import AquaDataError
+    from orca_judge.checkpoint import CheckpointError
+    from orca_judge.lmms_eval.compat import patch_cli
+
+    patch_cli(module, (AquaDataError, AudioFileError, CheckpointError))

@@ -1,0 +1,147 @@
+"""Baseline and replay models for AQUA tasks (registered by `aqua_tasks.lm_eval.registration`)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+
+from lm_eval.api.instance import Instance
+from lm_eval.api.model import LM
+from tqdm import tqdm
+
+from aqua_tasks.models.api.client import OpenAIAudioChatLM
+from aqua_tasks.models.hf_audio_lm import AudioLM
+from aqua_tasks.runs.reader import read_run, require_aqua_items
+
+
+def _option_reply(doc: Mapping, index: int) -> str:
+    return f"({chr(ord('a') + index)}) {doc['options'][index]}"
+
+
+def _doc(request: Instance) -> Mapping:
+    if not isinstance(request.doc, Mapping) or "options" not in request.doc:
+        raise ValueError(
+            f"task {request.task_name!r} doc {request.doc_id}: AQUA baseline models answer only "
+            "aqua_* tasks (their docs carry the options)"
+        )
+    return request.doc
+
+
+class AquaBaselineLM(LM):
+    """A deterministic 'model' that answers from the doc, never from the audio."""
+
+    MULTIMODAL = True  # lm-eval refuses audio tasks for models without this flag
+    # Arguments lm-eval passes to every model; meaningless for a baseline.
+    HARNESS_ARGS = frozenset({"batch_size", "max_batch_size", "device"})
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__()
+        unknown = sorted(set(kwargs) - self.HARNESS_ARGS)
+        if unknown:
+            raise ValueError(f"{type(self).__name__}: unknown model_args {', '.join(unknown)}")
+
+    def answer(self, request: Instance) -> str:
+        """The reply to one request."""
+        raise NotImplementedError
+
+    @property
+    def tokenizer_name(self) -> str:
+        """Name lm-eval records for --apply_chat_template runs."""
+        return type(self).__name__
+
+    def apply_chat_template(
+        self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True
+    ) -> str:
+        """A plain role-prefixed transcript (baselines answer from the doc, not the prompt)."""
+        turns = [f"{turn['role']}: {turn['content']}" for turn in chat_history]
+        return "\n".join([*turns, "assistant:"] if add_generation_prompt else turns)
+
+    def generate_until(self, requests: list[Instance], disable_tqdm: bool = False) -> list[str]:
+        """Replies for all requests, in order."""
+        return [self.answer(r) for r in tqdm(requests, disable=disable_tqdm, desc="answering")]
+
+    def loglikelihood(self, requests: list[Instance], disable_tqdm: bool = False) -> list:
+        """Not supported: AQUA tasks are generative."""
+        raise NotImplementedError(f"{type(self).__name__} supports only generate_until tasks")
+
+    def loglikelihood_rolling(self, requests: list[Instance], disable_tqdm: bool = False) -> list:
+        """Not supported: AQUA tasks are generative."""
+        raise NotImplementedError(f"{type(self).__name__} supports only generate_until tasks")
+
+
+class AlwaysRejectLM(AquaBaselineLM):
+    """Always answers the last option, where AQUA puts the rejection option."""
+
+    def answer(self, request: Instance) -> str:
+        """The last option as '(e) text'."""
+        doc = _doc(request)
+        return _option_reply(doc, len(doc["options"]) - 1)
+
+
+class FirstOptionLM(AquaBaselineLM):
+    """Always answers option (a)."""
+
+    def answer(self, request: Instance) -> str:
+        """The first option as '(a) text'."""
+        return _option_reply(_doc(request), 0)
+
+
+class RandomOptionLM(AquaBaselineLM):
+    """Answers a uniformly random option, reproducible per (seed, task, item)."""
+
+    def __init__(self, seed: int | str = 0, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.seed = int(seed)
+
+    def answer(self, request: Instance) -> str:
+        """A seeded random option; independent of batch order and --limit."""
+        doc = _doc(request)
+        rng = random.Random(f"{self.seed}|{request.task_name}|{doc['id']}")
+        return _option_reply(doc, rng.randrange(len(doc["options"])))
+
+
+class ReplayLM(AquaBaselineLM):
+    """Answers with replies saved earlier, looked up by task and item id."""
+
+    def __init__(
+        self, path: str | None = None, data_dir: str | None = None, **kwargs: object
+    ) -> None:
+        super().__init__(**kwargs)
+        if not path:
+            raise ValueError(
+                "aqua-replay needs the saved replies: --model_args path=RESULTS "
+                "(an lm-eval --log_samples folder/file or the authors' results JSON; an "
+                "lmms-eval one with data_dir=DATA, the released files it was made from)"
+            )
+        self.path = str(path)
+        run = read_run(self.path, data_dir=data_dir or None)
+        self.replies = {r.key: r.reply for r in require_aqua_items(run)}
+
+    def answer(self, request: Instance) -> str:
+        """The saved reply of this task's item."""
+        return self.replies[(request.task_name, int(_doc(request)["id"]))]
+
+    def generate_until(self, requests: list[Instance], disable_tqdm: bool = False) -> list[str]:
+        """Saved replies for all requests; fails naming the items that have none."""
+        missing = [
+            (r.task_name, int(_doc(r)["id"]))
+            for r in requests
+            if (r.task_name, int(_doc(r)["id"])) not in self.replies
+        ]
+        if missing:
+            shown = ", ".join(f"{task}#{item}" for task, item in missing[:5])
+            raise ValueError(
+                f"aqua-replay: {len(missing)} requested items have no saved reply in "
+                f"{self.path} (e.g. {shown}); replies are matched by task name and item id"
+            )
+        return super().generate_until(requests, disable_tqdm)
+
+
+MODELS: dict[str, type[LM]] = {
+    "aqua-replay": ReplayLM,
+    "aqua-always-reject": AlwaysRejectLM,
+    "aqua-random": RandomOptionLM,
+    "aqua-first-option": FirstOptionLM,
+    "aqua-audiolm": AudioLM,
+    "openai-audio-chat": OpenAIAudioChatLM,
+}

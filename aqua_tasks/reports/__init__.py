@@ -1,0 +1,1 @@
+"""What a reader sees: the published Table 1, the paper-layout tables, the charts."""

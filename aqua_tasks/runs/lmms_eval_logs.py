@@ -1,0 +1,227 @@
+"""lmms-eval logs of AQUA tasks: telling them apart from lm-eval's, and rebuilding their items.
+
+lmms-eval 0.7.3 (`--log_samples --output_path OUT`) writes `OUT/<model>/<stamp>_results.json`
+and `<stamp>_samples_<task>.jsonl`, the stamp as `YYYYMMDD_HHMMSS`. Its sample rows drop the
+doc (and write a `doc_hash` that is the same for every row: the hash of null), so the item a
+row answered is known only by its `doc_id`, the index of the doc in the task's dataset. AQUA
+tasks build their docs in the released file's order under either harness, so doc_id i of
+`aqua_animal` is entry i of the released Animal file: the items are rebuilt from the data
+folder, and every row is checked against what it did log (`target`, `input`) so that a
+different data folder is refused rather than silently scored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aqua_tasks.core.data import (
+    TASK_NAME_PREFIXES,
+    TRACKS,
+    AquaDataError,
+    AquaItem,
+    load_items,
+    track_file,
+)
+from aqua_tasks.core.docs import clip_indices, item_to_doc
+from aqua_tasks.core.manifest import sha256_file, sha256_text
+from aqua_tasks.core.prompts import render_prompt, render_question
+
+HARNESS_LM_EVAL = "lm-eval"
+HARNESS_LMMS_EVAL = "lmms-eval"
+HARNESS_AUTHORS = "authors' results"
+
+LMMS_STAMP_FORMAT = "%Y%m%d_%H%M%S"
+LMMS_RESULTS_NAME = re.compile(r"^(?P<stamp>\d{8}_\d{6})_results\.json$")
+LMMS_SAMPLES_NAME = re.compile(r"^(?P<stamp>\d{8}_\d{6})_samples_(?P<name>.+)\.jsonl$")
+# Keys only lmms-eval's results file has (lm-eval's has `lm_eval_version` and no such key).
+LMMS_RESULTS_KEYS = ("lmms_eval_version",)
+DATA_DIR_HELP = (
+    "pass --data-dir, the folder of the released AQUA-Bench files the run was made from "
+    "(lmms-eval logs no docs; items are rebuilt from the data by doc_id)"
+)
+
+
+class LmmsLogError(AquaDataError):
+    """An lmms-eval log cannot be read, or does not match the data it is rebuilt from."""
+
+
+def is_lmms_row(row: object) -> bool:
+    """Whether a samples row is lmms-eval's: a doc_id, target and reply, but no doc."""
+    return (
+        isinstance(row, Mapping)
+        and "doc" not in row
+        and "doc_id" in row
+        and "target" in row
+        and "filtered_resps" in row
+    )
+
+
+def is_lmms_results(payload: object) -> bool:
+    """Whether a results file's content was written by lmms-eval."""
+    return isinstance(payload, Mapping) and any(k in payload for k in LMMS_RESULTS_KEYS)
+
+
+def task_setting(task: str) -> tuple[str, str, str] | None:
+    """(track, variant, prompt style) of an AQUA task name, or None for another task."""
+    for (variant, prompt_style), prefix in TASK_NAME_PREFIXES.items():
+        track = task.removeprefix(prefix)
+        if task.startswith(prefix) and track in TRACKS:
+            return track, variant, prompt_style
+    return None
+
+
+def content_hash(doc: Mapping[str, Any]) -> str:
+    """Hex SHA-256 of a rebuilt doc's content (stands in for the constant logged doc_hash)."""
+    return sha256_text(json.dumps(doc, sort_keys=True, ensure_ascii=False))
+
+
+def expected_target(item: AquaItem) -> str:
+    """The target an AQUA task logs for an item: '(letter) gold option'."""
+    return f"({chr(ord('a') + item.answer_index)}) {item.answer}"
+
+
+@dataclass(frozen=True)
+class TaskData:
+    """The released items one AQUA task was built from, in doc order, with their file."""
+
+    task: str
+    track: str
+    variant: str
+    prompt_style: str
+    data_file: Path
+    data_sha256: str
+    items: tuple[AquaItem, ...]
+    clips: Mapping[str, int]
+
+
+def task_data(task: str, data_dir: str | Path | None, recorded_dir: object = None) -> TaskData:
+    """The items of an AQUA task's released file; LmmsLogError when the data is not there.
+
+    `recorded_dir` is the data folder the run's results name (shown, never read: the folder
+    of another machine, or one whose content has changed since).
+    """
+    setting = task_setting(task)
+    if setting is None:
+        raise LmmsLogError(f"{task}: not an AQUA task; no released file to rebuild its docs from")
+    if data_dir is None:
+        recorded = f"; the run recorded data_dir {recorded_dir}" if recorded_dir else ""
+        raise LmmsLogError(f"an lmms-eval log of {task}; {DATA_DIR_HELP}{recorded}")
+    track, variant, prompt_style = setting
+    try:
+        path = track_file(data_dir, track, variant)
+        items = tuple(load_items(data_dir, track, variant))
+    except AquaDataError as error:
+        raise LmmsLogError(f"{task}: {error}") from None
+    return TaskData(
+        task=task,
+        track=track,
+        variant=variant,
+        prompt_style=prompt_style,
+        data_file=path,
+        data_sha256=sha256_file(path),
+        items=items,
+        clips=clip_indices(items),
+    )
+
+
+def check_recorded_data(data: TaskData, recorded: Mapping[str, Any], where: str) -> None:
+    """Refuse a data file other than the one the run's results record (when they record it)."""
+    recorded_sha = recorded.get("data_sha256")
+    if recorded_sha and recorded_sha != data.data_sha256:
+        raise LmmsLogError(
+            f"{where}: field 'data_sha256' of task {data.task} is {recorded_sha} but "
+            f"{data.data_file} hashes to {data.data_sha256}; pass the --data-dir the run used"
+        )
+
+
+def row_doc_id(row: Mapping[str, Any], where: str, data: TaskData) -> int:
+    """The row's doc_id, checked to be a doc of the task's released file."""
+    value = row.get("doc_id")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise LmmsLogError(f"{where}: field 'doc_id' must be an integer, got {value!r}")
+    if not 0 <= value < len(data.items):
+        raise LmmsLogError(
+            f"{where}: field 'doc_id' is {value} but {data.data_file.name} has "
+            f"{len(data.items)} docs (0–{len(data.items) - 1}); pass the --data-dir the run used"
+        )
+    return value
+
+
+def check_row(row: Mapping[str, Any], where: str, item: AquaItem, data: TaskData) -> None:
+    """Refuse a row whose logged target or input disagrees with the rebuilt item."""
+    target = row.get("target")
+    if target != expected_target(item):
+        raise LmmsLogError(
+            f"{where}: field 'target' is {target!r} but doc {row.get('doc_id')} of "
+            f"{data.data_file.name} (id {item.id}) gives {expected_target(item)!r}; "
+            "pass the --data-dir the run used"
+        )
+    prompt = row.get("input")
+    # The prompt around the question is the task's and the model's business (placeholders,
+    # pre/post prompts); the released question text itself must be in it.
+    if isinstance(prompt, str) and item.question not in prompt:
+        raise LmmsLogError(
+            f"{where}: field 'input' does not hold the question of doc {row.get('doc_id')} of "
+            f"{data.data_file.name} (id {item.id}); pass the --data-dir the run used"
+        )
+
+
+def row_reply(row: Mapping[str, Any], where: str) -> str:
+    """The scored reply of a row: `filtered_resps`, a string (or a one-reply list)."""
+    value = row.get("filtered_resps")
+    while isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise LmmsLogError(
+            f"{where}: field 'filtered_resps' must be one reply (a string), got "
+            f"{type(value).__name__}"
+        )
+    return value
+
+
+def rebuilt_doc(
+    item: AquaItem,
+    data: TaskData,
+    *,
+    extractor: str,
+    exclude_defective: bool,
+) -> dict[str, Any]:
+    """The doc lm-eval would have logged for an item, less what depends on the machine.
+
+    It carries `manifest.DOC_FIELDS` and the exclusion flag like an lm-eval doc, so that the
+    readers and the comparability checks treat the items of both harnesses alike.
+    """
+    run = {
+        "track": data.track,
+        "variant": data.variant,
+        "prompt_style": data.prompt_style,
+        "extractor": extractor,
+        "exclude_defective": exclude_defective,
+    }
+    return item_to_doc(
+        item, audio_path="", audio_error="", run=run, clip_index=data.clips[item.clip_key]
+    )
+
+
+def row_prompt_hash(row: Mapping[str, Any], doc: Mapping[str, Any] | None = None) -> str | None:
+    """SHA-256 of the logged prompt in lm-eval's form, as lm-eval's `prompt_hash` is of its own.
+
+    An AQUA task under lmms-eval sends the released prompt without its audio placeholder
+    (`prompts.render_question`; the models put the clip in front, `aqua-audiolm` puts the
+    placeholder back), lm-eval logs it with the placeholder: when the logged input is exactly
+    the doc's `render_question`, the hash is of `render_prompt`, so that the same prompt
+    hashes alike under both harnesses. Any other input is hashed as logged.
+    """
+    prompt = row.get("input")
+    if not isinstance(prompt, str):
+        return None
+    if doc is not None and prompt == render_question(doc):
+        return sha256_text(render_prompt(doc))
+    return sha256_text(prompt)

@@ -1,0 +1,291 @@
+"""A local OpenAI-compatible audio chat server for tests, benchmarks and dry runs.
+
+It decodes every clip it receives (`input_audio` or an `audio_url` data URL), refuses any
+that is not a 16 kHz mono WAV, and can add latency and inject faults (429 with
+`Retry-After`, 500, a reply slower than the client's timeout) per item, so a client's
+retries, failure handling and cache can be exercised end to end without a model.
+
+    python -m aqua_tasks.testing.chat_stub --port 8000   # then base_url=http://127.0.0.1:8000/v1/chat/completions
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import contextlib
+import hashlib
+import io
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+import soundfile as sf
+
+EXPECTED_RATE = 16000
+DATA_URL_PREFIX = "data:audio/wav;base64,"
+# Fault actions, applied to an item's attempts in order: a status, or a stall past the timeout.
+FAULTS = ("429", "500", "timeout")
+
+
+@dataclass
+class ReceivedClip:
+    """One decoded clip: its WAV header facts and samples."""
+
+    sampling_rate: int
+    channels: int
+    samples: np.ndarray  # float32, first channel
+
+
+@dataclass
+class ReceivedRequest:
+    """What the stub saw in one request."""
+
+    text: str  # all text parts of the last user turn, joined
+    clips: list[ReceivedClip]
+    key: str  # digest of the text and the clips' bytes: the same item gives the same key
+    arrived: float  # time.monotonic()
+    status: int = 200
+    usage: dict[str, int] = field(default_factory=dict)  # what the reply reported
+
+
+@dataclass
+class StubConfig:
+    """How the stub behaves."""
+
+    api_key: str | None = None  # when set, any other Authorization gets 401
+    model: str | None = None  # when set, any other model gets 404
+    latency: float = 0.0  # seconds added to every request
+    reply: Callable[[ReceivedRequest], str] = lambda request: "The answer is (a)."
+    # Item marker (a substring of its text) -> actions for its first attempts, then success.
+    faults: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    # Item marker -> status returned on every attempt (the message echoes the Authorization
+    # header, as careless servers do, so clients can be checked for scrubbing it).
+    always_fail: Mapping[str, int] = field(default_factory=dict)
+    stall_seconds: float = 2.0  # how long a "timeout" action keeps the client waiting
+    hold_after: int | None = None  # after this many replies, hold further requests
+
+
+class StubState:
+    """Counters and records of a running stub (read by the test or benchmark)."""
+
+    def __init__(self, config: StubConfig) -> None:
+        self.config = config
+        self.lock = threading.Lock()
+        self.requests: list[ReceivedRequest] = []
+        self.problems: list[str] = []  # audio or payload faults found in requests
+        self.attempts: Counter = Counter()  # by item key
+        self.replied = 0
+        self.held = threading.Event()  # set when a request is held (see hold_after)
+        self.release = threading.Event()
+
+    @property
+    def succeeded_keys(self) -> list[str]:
+        """Keys of the requests that got a 200 reply, in arrival order."""
+        with self.lock:
+            return [r.key for r in self.requests if r.status == 200]
+
+
+def decode_clip(part: Mapping[str, Any]) -> tuple[bytes, ReceivedClip]:
+    """The WAV bytes and decoded clip of an `input_audio` or `audio_url` part; ValueError."""
+    if part.get("type") == "input_audio":
+        audio = part.get("input_audio") or {}
+        if audio.get("format") != "wav":
+            raise ValueError(f"input_audio.format is {audio.get('format')!r}, expected 'wav'")
+        data = str(audio.get("data", ""))
+    elif part.get("type") == "audio_url":
+        url = str((part.get("audio_url") or {}).get("url", ""))
+        if not url.startswith(DATA_URL_PREFIX):
+            raise ValueError(f"audio_url is not a WAV data URL: {url[:40]!r}")
+        data = url[len(DATA_URL_PREFIX) :]
+    else:
+        raise ValueError(f"not an audio part: {part.get('type')!r}")
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except binascii.Error as error:
+        raise ValueError(f"audio data is not base64: {error}") from None
+    info = sf.info(io.BytesIO(raw))
+    if info.format != "WAV":
+        raise ValueError(f"audio is {info.format}, expected WAV")
+    samples, rate = sf.read(io.BytesIO(raw), dtype="float32", always_2d=True)
+    clip = ReceivedClip(sampling_rate=rate, channels=samples.shape[1], samples=samples[:, 0])
+    if rate != EXPECTED_RATE or clip.channels != 1:
+        raise ValueError(f"audio is {rate} Hz with {clip.channels} channels, expected 16 kHz mono")
+    return raw, clip
+
+
+def read_request(body: Mapping[str, Any]) -> tuple[ReceivedRequest, list[str]]:
+    """The text and clips of a chat-completions body, with the problems found in it."""
+    problems: list[str] = []
+    messages = body.get("messages") or []
+    users = [m for m in messages if isinstance(m, Mapping) and m.get("role") == "user"]
+    content = users[-1].get("content") if users else None
+    texts: list[str] = []
+    clips: list[ReceivedClip] = []
+    digest = hashlib.sha256()
+    for part in content if isinstance(content, list) else [{"type": "text", "text": content}]:
+        if part.get("type") == "text":
+            texts.append(str(part.get("text", "")))
+            digest.update(texts[-1].encode())
+            continue
+        try:
+            raw, clip = decode_clip(part)
+        except (ValueError, RuntimeError) as error:  # soundfile raises RuntimeError subclasses
+            problems.append(str(error))
+            continue
+        clips.append(clip)
+        digest.update(raw)
+    if not clips:
+        problems.append("request carries no audio")
+    text = "".join(texts)
+    return ReceivedRequest(text, clips, digest.hexdigest(), time.monotonic()), problems
+
+
+class _Handler(BaseHTTPRequestHandler):
+    state: StubState  # set per server by `start_stub`
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _send(
+        self, status: int, payload: Mapping[str, Any], headers: Mapping | None = None
+    ) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        # A client that gave up (its timeout) has closed the socket: nothing to tell it.
+        with contextlib.suppress(OSError):
+            self.wfile.write(data)
+
+    def _error(self, status: int, message: str, headers: Mapping | None = None) -> None:
+        self._send(status, {"error": {"message": message, "code": status}}, headers)
+
+    def do_POST(self) -> None:
+        state, config = self.state, self.state.config
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            return self._error(404, f"no route {self.path}")
+        length = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if config.api_key and self.headers.get("Authorization") != f"Bearer {config.api_key}":
+            return self._error(401, "Incorrect API key provided")
+        if config.model and body.get("model") != config.model:
+            return self._error(404, f"The model `{body.get('model')}` does not exist.")
+        request, problems = read_request(body)
+        with state.lock:
+            state.requests.append(request)
+            state.problems.extend(problems)
+            attempt = state.attempts[request.key]
+            state.attempts[request.key] += 1
+        time.sleep(config.latency)
+        if problems:
+            request.status = 400
+            return self._error(400, "; ".join(problems))
+        action = self._fault(request.text, attempt)
+        if action is not None:
+            return self._fail(request, action)
+        with state.lock:
+            hold = config.hold_after is not None and state.replied >= config.hold_after
+        if hold:
+            state.held.set()
+            state.release.wait()
+            request.status = 503
+            return self._error(503, "stub released")
+        reply = config.reply(request)
+        with state.lock:
+            state.replied += 1
+        seconds = sum(len(c.samples) for c in request.clips) / EXPECTED_RATE
+        usage = {
+            "prompt_tokens": len(request.text.split()) + round(25 * seconds),
+            "completion_tokens": len(reply.split()),
+        }
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        request.usage = usage
+        self._send(
+            200,
+            {
+                "object": "chat.completion",
+                "model": body.get("model"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": reply},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": usage,
+            },
+        )
+
+    def _fault(self, text: str, attempt: int) -> str | None:
+        config = self.state.config
+        for marker, status in config.always_fail.items():
+            if marker in text:
+                return str(status) + "!"
+        for marker, actions in config.faults.items():
+            if marker in text and attempt < len(actions):
+                return actions[attempt]
+        return None
+
+    def _fail(self, request: ReceivedRequest, action: str) -> None:
+        if action == "timeout":
+            request.status = 0
+            time.sleep(self.state.config.stall_seconds)
+            return self._error(504, "stalled")
+        status = int(action.rstrip("!"))
+        request.status = status
+        if action.endswith("!"):
+            auth = self.headers.get("Authorization", "")
+            return self._error(status, f"the model crashed on this clip (request auth: {auth})")
+        headers = {"Retry-After": "1"} if status == 429 else {}
+        return self._error(status, "rate limited" if status == 429 else "overloaded", headers)
+
+
+def start_stub(
+    config: StubConfig, host: str = "127.0.0.1", port: int = 0
+) -> tuple[ThreadingHTTPServer, StubState]:
+    """Serve the stub in a daemon thread; the server (call `.shutdown()`) and its state."""
+    state = StubState(config)
+    handler = type("StubHandler", (_Handler,), {"state": state})
+    server = ThreadingHTTPServer((host, port), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, state
+
+
+def stub_url(server: ThreadingHTTPServer) -> str:
+    """The stub's chat-completions URL."""
+    host, port = server.server_address[:2]
+    return f"http://{host}:{port}/v1/chat/completions"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the stub in the foreground until Ctrl-C."""
+    parser = argparse.ArgumentParser(
+        prog="python -m aqua_tasks.testing.chat_stub", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added per request")
+    args = parser.parse_args(argv)
+    server, state = start_stub(StubConfig(latency=args.latency), args.host, args.port)
+    print(f"serving {stub_url(server)} (Ctrl-C stops)", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.shutdown()
+    print(f"{len(state.requests)} requests, {len(state.problems)} with audio problems")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,95 @@
+"""orca-synthesize: rule-rated candidates for an earlier curriculum stage, built offline.
+
+    orca-synthesize shared/data/orca-human/train.jsonl --output runs/synthetic.jsonl
+
+Per question of the input: the reference (bare or in a sentence, rated 5), another question's
+reference (rated 1), a non-answer (rated 1) and, for references of four or more words, the
+first half of the reference (rated 2, 3, 3, 4). Build it from the training file only: the
+held-out split then never meets one of its questions. Use the file as the `train` of a stage
+before the human-rated one (see configs/orca/curriculum-synthetic.yaml).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from eval_common.cli import add_json_flag, add_seed_flag, fail
+
+from orca_judge.checkpoint import atomic_write_text
+from orca_judge.data import DataError, load_items
+from orca_judge.training.synthetic import KINDS, build_synthetic_items
+
+PROG = "orca-synthesize"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `orca-synthesize` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("source", help="rated items (.jsonl or .json) to take questions from")
+    parser.add_argument("--output", required=True, help=".jsonl file to write")
+    parser.add_argument(
+        "--kinds",
+        nargs="+",
+        choices=KINDS,
+        default=list(KINDS),
+        help="which candidates to build (default: all)",
+    )
+    add_seed_flag(parser)
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    add_json_flag(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `orca-synthesize`; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    output = Path(args.output)
+    if output.suffix != ".jsonl":
+        return fail(PROG, f"--output {output}: expected a .jsonl file name")
+    if output.is_dir():
+        return fail(PROG, f"--output {output} is a folder; name a .jsonl file")
+    if output.exists() and not args.overwrite:
+        return fail(PROG, f"--output {output} exists; pass --overwrite to replace it")
+    try:
+        source = Path(args.source).resolve()
+        if source == output.resolve():
+            return fail(PROG, "--output is the source file; choose another file")
+        items = load_items(source)
+        if not items:
+            return fail(PROG, f"{source}: holds no items")
+        built, summary = build_synthetic_items(items, seed=args.seed, kinds=args.kinds)
+    except (DataError, ValueError) as err:
+        return fail(PROG, str(err))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(
+        output, "".join(json.dumps(it.as_dict(), ensure_ascii=False) + "\n" for it in built)
+    )
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "output": str(output),
+                    "source_items": len(items),
+                    "questions": summary.questions,
+                    "candidates": summary.total,
+                    "per_kind": summary.per_kind,
+                },
+                indent=2,
+            )
+        )
+    else:
+        kinds = ", ".join(f"{k} {n}" for k, n in summary.per_kind.items())
+        print(
+            f"wrote {summary.total} rule-rated candidates ({kinds}) for {summary.questions} "
+            f"questions of {len(items)} items to {output}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

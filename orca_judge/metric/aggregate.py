@@ -1,0 +1,96 @@
+"""The harness-neutral half of `metric: orca`: per-doc payloads in, one batched judge pass out.
+
+lm-eval and lmms-eval both call a metric's aggregation once per (figure, filter) with every
+doc's value and nothing else. `aggregate` scores all payloads of a task and filter in one
+pass of the evaluation's judge session and returns one figure; the harness adapters
+(`orca_judge.lm_eval.metric`, `orca_judge.lmms_eval.metric`) only say which task and filter
+the call is for. Nothing here imports a harness.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from orca_judge.metric.judge_pass import JudgeSession, active_session, session_scope
+from orca_judge.metric.payloads import PAYLOAD_MARK, judge_inputs, payloads
+from orca_judge.metric.per_item import write_pending, write_per_item
+from orca_judge.metric.settings import OrcaMetricError, resolve_settings
+
+logger = logging.getLogger(__name__)
+
+
+def doc_less_payloads(references: Sequence[Any], predictions: Sequence[Any], **entry: Any) -> dict:
+    """A harness's per-doc metric call: records reference and reply for the judge (no doc)."""
+    inputs = judge_inputs(
+        None, reference=references[0], candidate=predictions[0] if predictions else "", doc=None
+    )
+    return payloads(inputs, entry, doc_aware=False)
+
+
+def check_payloads(items: Sequence[Any]) -> None:
+    """Raise OrcaMetricError unless every collected value is a judge payload."""
+    bad = next((v for v in items if not (isinstance(v, Mapping) and PAYLOAD_MARK in v)), None)
+    if not items or bad is not None:
+        raise OrcaMetricError(
+            f"orca aggregation received {bad!r} instead of judge inputs; lm-eval reduces "
+            "metrics of tasks with list-valued targets to any(); give the task a single "
+            "reference, or run it with aqua-eval / register_all() so that orca sees the doc"
+        )
+
+
+def aggregate(items: Sequence[Any], site_task: str | None, site_filter: str | None) -> float:
+    """Score the items of one (task, filter) once per evaluation; return the items' figure."""
+    check_payloads(items)
+    figure = items[0][PAYLOAD_MARK]
+    task = items[0].get("task") or site_task or "task"
+    filter_name = site_filter or "filter"
+    inputs = []
+    for index, item in enumerate(items):
+        record = dict(item["inputs"])
+        if record.get("index") is None:
+            record["index"] = index
+        inputs.append(record)
+    raw_settings = items[0]["settings"]
+    # Outside a patched evaluate() (the harness's function bound before the patch), this one
+    # call gets a session of its own.
+    with session_scope(active_session()) as session:
+        try:
+            settings = resolve_settings(raw_settings, where=f"task {task!r}, metric orca")
+            judged = session.run(settings, inputs, f"{task}/{filter_name}")
+        except Exception as err:
+            return report_failure(session, task, filter_name, raw_settings, inputs, err)
+        if not judged.reported:
+            folder = session.folder(settings.output_dir)
+            write_per_item(judged, task, filter_name, items[0], folder)
+            judged.reported = True
+    value = judged.figures.get(figure, math.nan)
+    if figure == "orca_disagreement" and math.isnan(value):
+        logger.warning("%s: this judge's likelihood models no disagreement (Bernoulli)", task)
+    return value
+
+
+def report_failure(
+    session: JudgeSession,
+    task: str,
+    filter_name: str,
+    settings: Mapping[str, Any],
+    inputs: Sequence[Mapping],
+    err: Exception,
+) -> float:
+    """Keep the run (and its samples) alive: save the judge inputs for orca-score, log, nan."""
+    folder = session.folder(settings.get("output_dir") or os.environ.get("ORCA_OUTPUT_DIR"))
+    folder = folder or Path(tempfile.mkdtemp(prefix="orca-pending-"))
+    path = write_pending(folder, task, filter_name, inputs)
+    message = (
+        f"{task}/{filter_name}: ORCA judge failed ({err}); the {len(inputs)} judge inputs are "
+        f"saved in {path}: score them with `orca-score --checkpoint CKPT --input {path}`"
+    )
+    if session.record_failure(message):
+        logger.error(message)
+    return math.nan

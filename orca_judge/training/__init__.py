@@ -1,0 +1,1 @@
+"""Training a judge: the loop, curricula, rule-rated synthetic stages, checkpoint averaging."""

@@ -1,0 +1,136 @@
+"""Rule-rated candidates built offline from rated data, for an earlier curriculum stage.
+
+The paper's first stage trains on LLM-generated candidates at controlled quality. Without an
+LLM, some answers have a quality that follows from the item itself:
+
+- `reference`: the reference answer as the candidate, bare or in a sentence → rated 5;
+- `other-reference`: another question's reference (one that neither contains nor is
+  contained in this reference), bare or in a sentence → rated 1;
+- `non-answer`: a refusal or an answer that says nothing → rated 1;
+- `partial`: the first half of a reference of four or more words → rated 2, 3, 3, 4 (such an
+  answer may be enough or may miss the point; the spread says the rule is uncertain).
+
+One source item per question (normalised as in the held-out split) provides question,
+reference, rationale and transcript, so a stage built from the training file never adds a
+question the held-out part could contain.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from orca_judge.data import OrcaItem, normalize_question
+
+KINDS = ("reference", "other-reference", "non-answer", "partial")
+RATINGS: dict[str, tuple[int, ...]] = {
+    "reference": (5, 5, 5),
+    "other-reference": (1, 1, 1),
+    "non-answer": (1, 1, 1),
+    "partial": (2, 3, 3, 4),
+}
+# Sentence frames an audio LM typically wraps a short answer in; `{}` is the answer.
+FRAMES = (
+    "{}",
+    "The answer is {}.",
+    "{}.",
+    "Based on the audio, {}.",
+    "It is {}.",
+)
+NON_ANSWERS = (
+    "I don't know.",
+    "I cannot tell from the audio.",
+    "The audio does not contain enough information to answer this question.",
+    "Sorry, I am not able to answer that.",
+    "There is no way to know.",
+)
+PARTIAL_MIN_WORDS = 4
+
+
+@dataclass(frozen=True)
+class SyntheticSummary:
+    """How many candidates of each kind were built from how many questions."""
+
+    questions: int
+    per_kind: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.per_kind.values())
+
+
+def _framed(answer: str, rng: random.Random) -> str:
+    frame = rng.choice(FRAMES)
+    text = answer.strip()
+    if frame != "{}":
+        text = text.rstrip(".")
+        # Mid-sentence, "The answer is Boxing." reads wrong; acronyms (a second capital) stay.
+        mid_sentence = not frame.startswith("{}")
+        if mid_sentence and text[:1].isupper() and not text[1:2].isupper():
+            text = text[:1].lower() + text[1:]
+    return frame.format(text)
+
+
+def _unrelated(a: str, b: str) -> bool:
+    x, y = a.casefold().strip(), b.casefold().strip()
+    return bool(x) and bool(y) and x not in y and y not in x
+
+
+def build_synthetic_items(
+    items: Sequence[OrcaItem], *, seed: int = 0, kinds: Sequence[str] = KINDS
+) -> tuple[list[OrcaItem], SyntheticSummary]:
+    """Rule-rated candidates, one of each requested kind per question where the rule applies.
+
+    Deterministic for a given (items, seed, kinds). Raises ValueError for an unknown kind or
+    when the items hold fewer than two distinct references (no `other-reference` possible).
+    """
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown synthetic kind(s) {unknown}; choose from {list(KINDS)}")
+    sources: dict[str, OrcaItem] = {}
+    for it in items:
+        sources.setdefault(normalize_question(it.question), it)
+    questions = list(sources.values())
+    references = sorted({it.reference.strip() for it in questions if it.reference.strip()})
+    if "other-reference" in kinds and len(references) < 2:
+        raise ValueError("other-reference candidates need at least two distinct references")
+    rng = random.Random(seed)
+    built: list[OrcaItem] = []
+    per_kind = dict.fromkeys(kinds, 0)
+
+    def add(source: OrcaItem, kind: str, candidate: str) -> None:
+        built.append(
+            OrcaItem(
+                id=f"{source.id}#{kind}",
+                question=source.question,
+                reference=source.reference,
+                rationale=source.rationale,
+                transcript=source.transcript,
+                candidate=candidate,
+                ratings=RATINGS[kind],
+            )
+        )
+        per_kind[kind] += 1
+
+    for source in questions:
+        reference = source.reference.strip()
+        if not reference:
+            continue
+        if "reference" in kinds:
+            add(source, "reference", _framed(reference, rng))
+        if "other-reference" in kinds:
+            # A few tries suffice: almost every pair of references is unrelated.
+            for _ in range(20):
+                other = rng.choice(references)
+                if _unrelated(other, reference):
+                    add(source, "other-reference", _framed(other, rng))
+                    break
+        if "non-answer" in kinds:
+            add(source, "non-answer", rng.choice(NON_ANSWERS))
+        words = reference.rstrip(".").split()
+        if "partial" in kinds and len(words) >= PARTIAL_MIN_WORDS:
+            add(source, "partial", " ".join(words[: math.ceil(len(words) / 2)]))
+    rng.shuffle(built)
+    return built, SyntheticSummary(questions=len(questions), per_kind=per_kind)

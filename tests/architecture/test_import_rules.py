@@ -1,0 +1,182 @@
+"""The layout's rules, read from the imports and the source of every package module.
+
+Each rule is in the README's "Architecture" table; a change that breaks one fails here with
+the module and the line that broke it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("aqua_tasks", "orca_judge", "eval_common")
+HARNESSES = ("lm_eval", "lmms_eval")
+# Our adapter packages, one per harness and package: leaves of the import graph.
+ADAPTERS = tuple(f"{pkg}.{harness}" for pkg in ("aqua_tasks", "orca_judge") for harness in HARNESSES)
+# Harness internals only the compat modules may touch: private tables, patched functions.
+HARNESS_INTERNALS = (
+    "_metric_fn_list",
+    "_metric_fn_kwargs",
+    "_aggregation_list",
+    "_higher_is_better",
+    "_execute",
+    "TaskManager.__init__",
+    "evaluator.evaluate =",
+    "simple_evaluate =",
+    "make_table =",
+)
+MAX_MODULE_LINES = 600
+MAX_MODULES_PER_FOLDER = 15
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def package_modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            found[module_name(path)] = path
+    return found
+
+
+MODULES = package_modules()
+
+
+def imports_of(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, imported module) for every import of a file, lazy ones inside functions included."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            assert node.level == 0, f"{path}:{node.lineno}: relative import; write it absolute"
+            yield node.lineno, node.module
+            for alias in node.names:  # `from pkg import module` imports pkg.module
+                if f"{node.module}.{alias.name}" in MODULES:
+                    yield node.lineno, f"{node.module}.{alias.name}"
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def violations(rule) -> list[str]:
+    bad = []
+    for name, path in MODULES.items():
+        for line, imported in imports_of(path):
+            if rule(name, imported):
+                bad.append(f"{path.relative_to(REPO)}:{line} imports {imported}")
+    return bad
+
+
+def test_the_judge_and_the_shared_module_import_nothing_of_the_benchmark():
+    assert not violations(
+        lambda mod, imp: within(imp, "aqua_tasks")
+        and (within(mod, "orca_judge") or within(mod, "eval_common"))
+    )
+
+
+def test_the_shared_module_imports_neither_package():
+    assert not violations(lambda mod, imp: within(mod, "eval_common") and within(imp, "orca_judge"))
+
+
+def test_core_imports_no_harness_no_torch_and_nothing_outside_core():
+    def rule(mod: str, imp: str) -> bool:
+        if not within(mod, "aqua_tasks.core"):
+            return False
+        if any(within(imp, lib) for lib in (*HARNESSES, "torch", "transformers")):
+            return True
+        return within(imp, "aqua_tasks") and not within(imp, "aqua_tasks.core")
+
+    assert not violations(rule)
+
+
+def test_harness_adapters_are_leaves_imported_only_by_command_lines_and_each_other():
+    def rule(mod: str, imp: str) -> bool:
+        if not any(within(imp, adapter) for adapter in ADAPTERS):
+            return False
+        allowed = (*ADAPTERS, "aqua_tasks.cli", "orca_judge.cli")
+        return not any(within(mod, place) for place in allowed)
+
+    assert not violations(rule)
+
+
+def test_only_command_line_modules_parse_arguments():
+    def rule(mod: str, imp: str) -> bool:
+        places = ("aqua_tasks.cli", "orca_judge.cli", "eval_common.cli")
+        return imp == "argparse" and not any(within(mod, p) for p in places)
+
+    assert not violations(rule)
+
+
+def test_harness_internals_are_touched_only_in_compat_modules():
+    bad = []
+    for path in MODULES.values():
+        if path.name == "compat.py":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            bad += [f"{path.relative_to(REPO)}:{number}: {w}" for w in HARNESS_INTERNALS if w in code]
+    assert not bad
+
+
+@pytest.mark.parametrize(
+    "words",
+    [("sys._getframe", "f_locals", "inspect.currentframe"), ("DeprecationWarning", "module_moved")],
+    ids=["no frame walking", "no deprecation shims"],
+)
+def test_package_code_has_none_of(words):
+    bad = [
+        f"{path.relative_to(REPO)}: {word}"
+        for path in MODULES.values()
+        for word in words
+        if word in path.read_text(encoding="utf-8")
+    ]
+    assert not bad
+
+
+def test_no_module_over_the_size_limit():
+    sizes = {
+        str(path.relative_to(REPO)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in MODULES.values()
+    }
+    assert {p: n for p, n in sizes.items() if n > MAX_MODULE_LINES} == {}
+
+
+def test_every_package_folder_holds_few_modules():
+    folders: dict[Path, int] = {}
+    for path in MODULES.values():
+        folders[path.parent] = folders.get(path.parent, 0) + 1
+    assert {str(f.relative_to(REPO)): n for f, n in folders.items() if n > MAX_MODULES_PER_FOLDER} == {}
+
+
+def test_the_rules_see_every_room():
+    # Guards the tests above against a rename that would make them vacuous.
+    rooms = {name for name in MODULES if name.count(".") == 1 and MODULES[name].name == "__init__.py"}
+    assert {
+        "aqua_tasks.core",
+        "aqua_tasks.audio",
+        "aqua_tasks.models",
+        "aqua_tasks.runs",
+        "aqua_tasks.reports",
+        "aqua_tasks.gate",
+        "aqua_tasks.lm_eval",
+        "aqua_tasks.lmms_eval",
+        "aqua_tasks.cli",
+        "aqua_tasks.testing",
+        "orca_judge.checkpoint",
+        "orca_judge.training",
+        "orca_judge.metric",
+        "orca_judge.lm_eval",
+        "orca_judge.lmms_eval",
+        "orca_judge.cli",
+    } <= rooms
+    assert len(MODULES) > 80

@@ -1,0 +1,256 @@
+"""One CLI convention: `cli_<name>` modules, shared flags and errors, thin shims at old paths."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from aqua_tasks.audio import prepare as audio_prepare
+from aqua_tasks.cli import audio as cli_audio
+from aqua_tasks.cli import demo as cli_demo
+from aqua_tasks.cli import score as cli_score
+from aqua_tasks.lm_eval import demo
+from aqua_tasks.core.data import AquaDataError
+from aqua_tasks.deprecation import moved
+from aqua_tasks.core.docs import audio_enabled
+from aqua_tasks.lm_eval.task import build_docs
+from aqua_tasks.core.run_settings import check_aqua_metadata
+from aqua_tasks.cli import orca_items as cli_lm_eval_items
+from aqua_tasks.runs import judge_results as results
+from aqua_tasks.runs import orca_items as samples
+from orca_judge.metric.settings import OrcaMetricError, resolve_settings
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("aqua_tasks", "orca_judge")
+SCRIPTS = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+BIN = Path(sys.executable).parent
+LEGACY = Path(__file__).parents[1] / "data" / "legacy_run_0_1_0"
+# Old module paths kept importable: module -> the modules now holding its names.
+MOVED_MODULES = {
+    "aqua_tasks.audio_cli": ("aqua_tasks.cli.audio", "aqua_tasks.audio.prepare"),
+    "orca_judge.lm_eval_samples": ("aqua_tasks.cli.orca_items", "aqua_tasks.runs.orca_items"),
+    "orca_judge.lm_eval_results": ("aqua_tasks.runs.judge_results",),
+}
+SHIMS = {name.rpartition(".")[2] for name in MOVED_MODULES}
+
+
+def _modules() -> dict[str, Path]:
+    return {
+        f"{package}.{path.stem}": path
+        for package in PACKAGES
+        for path in sorted((REPO / package).glob("*.py"))
+    }
+
+
+def _imported(path: Path) -> set[str]:
+    """Modules a file imports, as absolute dotted names (relative imports resolved)."""
+    package = path.parent.name
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = f"{package}.{base}" if base else package
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _is_cli(module: str) -> bool:
+    leaf = module.rpartition(".")[2]
+    return leaf.startswith("cli_") and leaf != "cli_common"
+
+
+def test_every_console_script_runs_a_cli_module_named_after_it():
+    assert len(SCRIPTS) == 11
+    for command, target in SCRIPTS.items():
+        module, _, attr = target.partition(":")
+        package, _, leaf = module.rpartition(".")
+        assert package in PACKAGES and attr == "main", target
+        # aqua-score -> aqua_tasks.cli.score; orca-lm-eval-items -> aqua_tasks.cli.orca_items
+        expected = command.split("-", 1)[1].replace("-", "_")
+        assert leaf == f"cli_{expected}", (command, target)
+        assert callable(importlib.import_module(module).main)
+
+
+def test_every_console_script_answers_help_with_its_own_name():
+    procs = {
+        command: subprocess.Popen(
+            [str(BIN / command), "--help"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for command in SCRIPTS
+    }
+    for command, proc in procs.items():
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, (command, err)
+        assert out.startswith(f"usage: {command} "), (command, out[:200])
+
+
+def test_no_cli_module_imports_another_cli_module():
+    for module, path in _modules().items():
+        if not _is_cli(module):
+            continue
+        others = {name for name in _imported(path) if _is_cli(name) and name != module}
+        assert not others, f"{module} imports {sorted(others)}"
+
+
+def test_only_the_old_path_shims_import_cli_modules():
+    for module, path in _modules().items():
+        if _is_cli(module) or path.stem in SHIMS:
+            continue
+        assert not {name for name in _imported(path) if _is_cli(name)}, module
+
+
+def test_cli_modules_report_errors_only_through_the_shared_fail_helper():
+    for module, path in _modules().items():
+        if not _is_cli(module):
+            continue
+        tree = ast.parse(path.read_text())
+        functions = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        assert "_fail" not in functions, module
+        texts = [
+            part.value
+            for node in ast.walk(tree)
+            for part in (node.values if isinstance(node, ast.JoinedStr) else [node])
+            if isinstance(part, ast.Constant) and isinstance(part.value, str)
+        ]
+        assert not [t for t in texts if "error:" in t], module
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "message"),
+    [
+        ("aqua-eval", ["--model", "aqua-random", "--tasks", "aqua_animal"], "no data_dir given"),
+        ("aqua-score", ["{tmp}/absent"], "absent: no such file or directory"),
+        ("aqua-audio", ["check", "--data-dir", "{tmp}/absent"], "is not a directory"),
+        ("aqua-demo", ["--clips-per-class", "0"], "--clips-per-class must be at least 1"),
+        ("aqua-report", ["{tmp}/absent", "--no-chart"], "absent: no such file or directory"),
+        ("aqua-regress", ["--baseline", "{tmp}/a", "--candidate", "{tmp}/b"], "no such file"),
+        ("orca-train", ["--output", "{tmp}/o", "--train", "{tmp}/t.jsonl"], "no --dev file"),
+        ("orca-score", ["--checkpoint", "{tmp}/c", "--input", "{tmp}/i.jsonl"], "no such file"),
+        ("orca-lm-eval-items", ["{tmp}/s.jsonl", "--output", "{tmp}/o"], "no such file"),
+    ],
+)
+def test_bad_input_is_one_prefixed_line_and_exit_two(tmp_path, command, args, message):
+    assert command in SCRIPTS
+    argv = [str(BIN / command), *(a.format(tmp=tmp_path) for a in args)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{command}: error: "), proc.stderr
+    assert message in lines[0]
+
+
+def test_aqua_score_hides_its_progress_bar_with_no_progress(capsys):
+    assert cli_score.main([str(LEGACY), "--n-boot", "20", "--json", "--no-progress"]) == 0
+    # The legacy run was recorded under the old extractor name: only that notice remains.
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "aqua-score: recorded extractor 'mmau' 1.0 re-scored with 'aqua-rules' 2.0 (current code)"
+    ]
+    assert cli_score.main([str(LEGACY), "--n-boot", "20", "--json"]) == 0
+    assert "scoring" in capsys.readouterr().err
+
+
+def test_aqua_audio_hides_its_progress_bars_with_no_progress(tmp_path, capsys):
+    data_dir, audio_root = demo.write_demo_data(tmp_path, clips_per_class=1)
+    argv = ["check", "--data-dir", str(data_dir), "--audio-root", str(audio_root), "--json"]
+    assert cli_audio.main([*argv, "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+    assert cli_audio.main(argv) == 0
+    assert "check animal" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("old", sorted(MOVED_MODULES))
+def test_old_module_paths_import_with_a_deprecation_warning(old):
+    proc = subprocess.run(
+        [sys.executable, "-W", "error::DeprecationWarning", "-c", f"import {old}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode != 0 and "DeprecationWarning" in proc.stderr
+    assert f"{old} is deprecated; use {MOVED_MODULES[old][0]}" in proc.stderr
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated"):
+        module = importlib.import_module(old)
+    for name in module.__all__:
+        homes = [importlib.import_module(m) for m in MOVED_MODULES[old]]
+        assert any(getattr(home, name, None) is getattr(module, name) for home in homes), name
+
+
+def test_old_names_are_the_new_objects():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from aqua_tasks.audio_cli import main, prepare_audio
+        from orca_judge.lm_eval_results import read_judge_results
+        from orca_judge.lm_eval_samples import items_from_samples
+
+    assert main is cli_audio.main and prepare_audio is audio_prepare.prepare_audio
+    assert read_judge_results is results.read_judge_results
+    assert items_from_samples is samples.items_from_samples
+    assert cli_lm_eval_items.read_samples is samples.read_samples
+
+
+def test_demo_main_moved_to_cli_demo_with_a_warning():
+    with pytest.warns(
+        DeprecationWarning, match="aqua_tasks.lm_eval.demo.main moved to aqua_tasks.cli.demo"
+    ):
+        assert demo.main is cli_demo.main
+
+
+def test_moved_serves_only_its_names_and_warns_with_the_new_home():
+    getattr_ = moved("pkg.old", {"sqrt": "math"})
+    with pytest.warns(DeprecationWarning, match=r"^pkg\.old\.sqrt moved to math\.sqrt$"):
+        assert getattr_("sqrt") is importlib.import_module("math").sqrt
+    with pytest.raises(AttributeError, match=r"module 'pkg\.old' has no attribute 'cos'"):
+        getattr_("cos")
+
+
+def test_exclude_defective_rejects_values_that_are_not_booleans(released_dir):
+    docs = build_docs("animal", data_dir=str(released_dir), exclude_defective="yes")
+    assert docs[0]["exclude_defective"] is True
+    with pytest.raises(ValueError, match="exclude_defective='sometimes': expected true/false"):
+        build_docs("animal", data_dir=str(released_dir), exclude_defective="sometimes")
+
+
+def test_audio_setting_uses_the_one_boolean_parser(tmp_path):
+    assert audio_enabled({}) is True
+    assert audio_enabled({"audio": "off"}) is False
+    assert audio_enabled({"audio": "Yes"}) is True
+    with pytest.raises(AquaDataError, match=r"--metadata audio='maybe': expected true/false"):
+        check_aqua_metadata({"data_dir": str(tmp_path), "audio": "maybe"})
+    with pytest.raises(AquaDataError, match=r"--metadata exclude_defective='2'"):
+        check_aqua_metadata({"data_dir": str(tmp_path), "audio": False, "exclude_defective": "2"})
+
+
+def test_orca_boolean_settings_keep_naming_the_setting():
+    settings = resolve_settings({"checkpoint": "c", "clamp": "off", "strict_backbone": "YES"})
+    assert settings.clamp is False and settings.strict_backbone is True
+    with pytest.raises(OrcaMetricError, match="orca setting 'clamp': expected true or false"):
+        resolve_settings({"checkpoint": "c", "clamp": "perhaps"})
+
+
+def test_write_jsonl_is_the_one_writer_iter_jsonl_reads_back(tmp_path):
+    from aqua_tasks.runs.reader import iter_jsonl
+    from eval_common.jsonio import write_jsonl
+
+    rows = [{"id": "é1", "path": tmp_path}, {"id": 2, "score": 0.5}]
+    path = write_jsonl(tmp_path / "deep" / "rows.jsonl", rows)
+    assert "é1" in path.read_text(encoding="utf-8")
+    assert [row for _, row in iter_jsonl(path)] == [
+        {"id": "é1", "path": str(tmp_path)},
+        {"id": 2, "score": 0.5},
+    ]
