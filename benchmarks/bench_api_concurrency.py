@@ -19,8 +19,8 @@ import numpy as np
 import soundfile as sf
 from lm_eval.api.instance import Instance
 
-from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.audio.clips import LazyAudio
+from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
 
 

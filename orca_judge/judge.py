@@ -12,13 +12,12 @@ from typing import Any
 import torch
 
 from eval_common.cli import progress as progress_bar
-
 from orca_judge import likelihoods
 from orca_judge.checkpoint import BackboneMismatchError, CheckpointError, load_model, save_model
+from orca_judge.checkpoint.published import ClampChoice
 from orca_judge.config import OrcaConfig
 from orca_judge.data import OrcaItem, load_items
 from orca_judge.model import OrcaModel, context_length_of, is_encoder
-from orca_judge.checkpoint.published import ClampChoice
 from orca_judge.template import Encoded, encode
 
 __all__ = [
@@ -35,6 +34,7 @@ __all__ = [
 # Config fields added after judges were first fingerprinted: left out of the fingerprint at
 # these values, so that judges recorded before the field existed keep their identity.
 _LATER_FIELDS = {"use_cls_token": False}
+
 
 @dataclass
 class OrcaPrediction:

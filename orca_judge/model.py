@@ -10,7 +10,6 @@ from typing import Any
 import torch
 from torch import nn
 
-
 from orca_judge.config import OrcaConfig
 from orca_judge.likelihoods import head_size
 

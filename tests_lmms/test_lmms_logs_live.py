@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from aqua_tasks.audio.clips import canonical_relpath
 from aqua_tasks.cli import regress as cli_regress
 from aqua_tasks.cli import report as cli_report
 from aqua_tasks.cli import score as cli_score
-from aqua_tasks.audio.clips import canonical_relpath
 from aqua_tasks.core.data import TRACKS, load_items
 from aqua_tasks.lmms_eval import include_path
 

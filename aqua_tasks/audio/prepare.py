@@ -28,8 +28,8 @@ from aqua_tasks.audio.clips import (
     released_parts,
     resolve_audio,
 )
-from eval_common.cli import progress as progress_bar
 from aqua_tasks.core.data import load_items
+from eval_common.cli import progress as progress_bar
 
 SOURCE_TRACKS: dict[str, str] = {source: track for track, source in TRACK_SOURCES.items()}
 AUDIO_SUFFIXES: frozenset[str] = frozenset({".wav", ".flac", ".ogg", ".mp3"})

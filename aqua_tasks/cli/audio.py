@@ -15,8 +15,8 @@ from aqua_tasks.audio.prepare import (
     check_track_audio,
     prepare_audio,
 )
-from eval_common.cli import add_json_flag, add_progress_flag, fail
 from aqua_tasks.core.data import TRACKS, VARIANT_SUFFIXES, check_track
+from eval_common.cli import add_json_flag, add_progress_flag, fail
 
 PROG = "aqua-audio"
 LISTED = 10

@@ -10,9 +10,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from eval_common.cli import add_json_flag, fail
-from aqua_tasks.lm_eval.demo import run_demo
 from aqua_tasks.core.scoring import format_table
+from aqua_tasks.lm_eval.demo import run_demo
+from eval_common.cli import add_json_flag, fail
 
 PROG = "aqua-demo"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from eval_common.cli import fail
-from aqua_tasks.lm_eval.run import check_run_settings, command_line_run, report, user_errors
 from aqua_tasks.lm_eval.registration import register_all, task_config_dir
+from aqua_tasks.lm_eval.run import check_run_settings, command_line_run, report, user_errors
+from eval_common.cli import fail
 
 PROG = "aqua-eval"
 # lm-eval 0.4.13's own audio model cannot run (broken registry name, transformers 5, CUDA only).

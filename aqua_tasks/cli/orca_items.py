@@ -13,9 +13,6 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from eval_common.cli import fail
-from eval_common.jsonio import write_jsonl
-
 from aqua_tasks.runs.orca_items import (
     NOT_LOADED,
     is_lmms_samples,
@@ -23,6 +20,8 @@ from aqua_tasks.runs.orca_items import (
     read_lmms_samples,
     read_samples,
 )
+from eval_common.cli import fail
+from eval_common.jsonio import write_jsonl
 from orca_judge.metric.settings import OrcaMetricSettings
 
 PROG = "orca-lm-eval-items"

@@ -8,7 +8,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from eval_common.cli import add_json_flag, add_progress_flag, add_seed_flag, fail
 from aqua_tasks.core.data import AquaDataError
 from aqua_tasks.gate.compare import (
     EXIT_NOT_COMPARABLE,
@@ -24,6 +23,7 @@ from aqua_tasks.gate.compare import (
 )
 from aqua_tasks.gate.paired import MIN_CA_CLIPS, MIN_JUDGE_UNITS, MetricComparison, judge
 from aqua_tasks.runs.reader import rescoring_notices
+from eval_common.cli import add_json_flag, add_progress_flag, add_seed_flag, fail
 from eval_common.jsonio import json_safe
 
 PROG = "aqua-regress"

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from eval_common.cli import add_json_flag, add_seed_flag, fail
 from aqua_tasks.core.extract import EXTRACTOR_NAMES
 from aqua_tasks.reports.report import (
     VECTOR_FORMATS,
@@ -21,6 +20,7 @@ from aqua_tasks.reports.report import (
     to_markdown,
     write_report,
 )
+from eval_common.cli import add_json_flag, add_seed_flag, fail
 from eval_common.jsonio import json_safe
 
 PROG = "aqua-report"

@@ -8,16 +8,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from eval_common.cli import add_json_flag, add_progress_flag, add_seed_flag, fail, progress
 from aqua_tasks.core.data import TRACKS, AquaDataError
 from aqua_tasks.core.extract import EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
 from aqua_tasks.core.intervals import metric_intervals
-from aqua_tasks.runs.lmms_eval_logs import HARNESS_LMMS_EVAL
 from aqua_tasks.core.pooling import all_tracks_rows, pool_condition, pool_outcomes
-from aqua_tasks.runs.scores import breakdown, condition_map
+from aqua_tasks.core.scoring import format_table, metric_value, summarize
+from aqua_tasks.runs.lmms_eval_logs import HARNESS_LMMS_EVAL
 from aqua_tasks.runs.reader import iter_tasks, read_run, require_aqua_items, rescoring_notices
 from aqua_tasks.runs.reader import score_items as score_replies
-from aqua_tasks.core.scoring import format_table, metric_value, summarize
+from aqua_tasks.runs.scores import breakdown, condition_map
+from eval_common.cli import add_json_flag, add_progress_flag, add_seed_flag, fail, progress
 from eval_common.jsonio import json_safe, write_jsonl
 
 PROG = "aqua-score"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from eval_common.cli import parse_bool
 from aqua_tasks.core.data import AquaItem
+from eval_common.cli import parse_bool
 
 
 def audio_enabled(settings: Mapping) -> bool:

@@ -6,10 +6,10 @@ import difflib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from eval_common.cli import parse_bool
 from aqua_tasks.core.data import DATA_HELP, AquaDataError
 from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, get_extractor_name
+from eval_common.cli import parse_bool
 
 AQUA_METADATA_KEYS: tuple[str, ...] = (
     "data_dir",

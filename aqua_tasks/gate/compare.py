@@ -1,6 +1,6 @@
 """The regression gate: whether two runs are comparable, and their paired comparisons.
 
-Reads two runs (through `aqua_tasks.runs.reader`), refuses pairs that cannot be compared item by item
+Reads two runs (through `aqua_tasks.runs`), refuses pairs that cannot be compared item by item
 (tasks, items, manifest, audio mode, judge checkpoint), compares every metric with the tests in
 `aqua_tasks.gate.paired` and writes the Markdown summary. `aqua-regress` is its command line.
 """
@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval_common.cli import progress as progress_bar
 from aqua_tasks.core.data import AquaDataError
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, EXTRACTOR_ALIASES
-from aqua_tasks.runs.lmms_eval_logs import HARNESS_LM_EVAL
 from aqua_tasks.core.manifest import MANIFEST_FIELDS
+from aqua_tasks.core.scoring import metric_value
 from aqua_tasks.gate.paired import (
     JUDGE_METRIC,
     MIN_JUDGE_UNITS,
@@ -26,6 +25,8 @@ from aqua_tasks.gate.paired import (
     compare_judge,
     compare_task,
 )
+from aqua_tasks.runs.judge_results import JudgeResults, JudgeResultsError, read_judge_results
+from aqua_tasks.runs.lmms_eval_logs import HARNESS_LM_EVAL
 from aqua_tasks.runs.reader import (
     RunItem,
     iter_tasks,
@@ -33,8 +34,7 @@ from aqua_tasks.runs.reader import (
     require_aqua_items,
     score_items,
 )
-from aqua_tasks.core.scoring import metric_value
-from aqua_tasks.runs.judge_results import JudgeResults, JudgeResultsError, read_judge_results
+from eval_common.cli import progress as progress_bar
 
 EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 1, 2
 # Manifest fields that must match; package_version and the file name may differ. Both runs

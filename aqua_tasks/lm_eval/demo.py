@@ -139,5 +139,3 @@ def run_demo(out: Path, clips_per_class: int = 2, models: Sequence[str] = DEMO_M
         results[model] = {name.removeprefix("aqua_"): rows[name] for name in TASK_ORDER}
         results[model][GROUP_ROW] = rows["aqua"]
     return results
-
-

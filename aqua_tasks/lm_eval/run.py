@@ -78,9 +78,9 @@ def command_line_run() -> Iterator[CliRun]:
 
 def user_errors() -> tuple[type[Exception], ...]:
     """Errors in the user's settings or data: reported in one line, not with a traceback."""
-    from aqua_tasks.models.api.client import EndpointError
     from aqua_tasks.audio.clips import AudioFileError
     from aqua_tasks.core.data import AquaDataError
+    from aqua_tasks.models.api.client import EndpointError
     from orca_judge.metric.settings import OrcaMetricError
 
     return (OrcaMetricError, AquaDataError, AudioFileError, EndpointError)

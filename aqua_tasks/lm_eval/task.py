@@ -11,11 +11,9 @@ import datasets
 from lm_eval.api.task import ConfigurableTask
 
 from aqua_tasks.audio.clips import AudioFileError, AudioRoots, LazyAudio, probe_audio, resolve_audio
-from eval_common.cli import parse_bool
 from aqua_tasks.core.data import check_track, check_variant, load_items, track_file
 from aqua_tasks.core.docs import audio_enabled, clip_indices, doc_to_item, item_to_doc
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, get_extractor_name
-from aqua_tasks.lm_eval.results import STDERR_BOOT, fix_aqua_results
 from aqua_tasks.core.manifest import DOC_FIELDS, run_manifest
 from aqua_tasks.core.prompts import check_prompt_style, render_prompt
 from aqua_tasks.core.scoring import (
@@ -27,6 +25,8 @@ from aqua_tasks.core.scoring import (
     score_reply,
     summarize,
 )
+from aqua_tasks.lm_eval.results import STDERR_BOOT, fix_aqua_results
+from eval_common.cli import parse_bool
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """This package's models under lmms-eval: its `lmms` interface over the lm-eval classes.
 
 Each class wraps one of the lm-eval model classes (loading, generation, reply journal and
-failure handling stay there, see `aqua_tasks.models.hf_audio_lm` and `aqua_tasks.models.baselines`) and turns
+failure handling stay there, see `models.hf_audio_lm` and `models.baselines`) and turns
 lmms-eval's requests into the lm-eval requests those classes take. They are registered under
 lmms-eval's `lmms_eval.models` entry-point group (`aqua_tasks.lmms_eval.manifests`).
 """
@@ -16,8 +16,8 @@ from lm_eval.api.model import LM
 from lmms_eval.api.instance import Instance
 from lmms_eval.api.model import lmms
 
-from aqua_tasks.models.hf_audio_lm import AudioLM
 from aqua_tasks.models.baselines import AlwaysRejectLM, FirstOptionLM, RandomOptionLM, ReplayLM
+from aqua_tasks.models.hf_audio_lm import AudioLM
 
 
 def lm_eval_gen_kwargs(gen_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -18,6 +18,8 @@ from lmms_eval.api.task import ConfigurableTask
 from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.core.data import DATA_HELP, AquaDataError
 from aqua_tasks.core.docs import audio_enabled
+from aqua_tasks.core.prompts import render_question
+from aqua_tasks.core.scoring import ALL_METRICS, as_outcome, unpack_outcome
 from aqua_tasks.lm_eval.task import (
     doc_to_audio,
     docs_arguments,
@@ -26,8 +28,6 @@ from aqua_tasks.lm_eval.task import (
     task_metric,
 )
 from aqua_tasks.lm_eval.task import process_results as lm_eval_process_results
-from aqua_tasks.core.prompts import render_question
-from aqua_tasks.core.scoring import ALL_METRICS, as_outcome, unpack_outcome
 
 logger = logging.getLogger(__name__)
 

@@ -20,14 +20,19 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.model import LM
 from tqdm import tqdm
 
-from aqua_tasks.audio.clips import resample
-from eval_common.cli import parse_bool
 from aqua_tasks.audio.checks import ClipLimits, check_clips
-from aqua_tasks.models.data_parallel import Collective, launched_processes, parse_max_memory
+from aqua_tasks.audio.clips import resample
 from aqua_tasks.core.generation_failure import failed_reply
 from aqua_tasks.models.cache_keys import install as install_audio_cache_keys
+from aqua_tasks.models.data_parallel import Collective, launched_processes, parse_max_memory
 from aqua_tasks.models.omni_inputs import OmniThinkerInputs, is_omni, thinker_config
-from aqua_tasks.models.reply_journal import ReplyJournal, default_cache_dir, local_model_files, request_key
+from aqua_tasks.models.reply_journal import (
+    ReplyJournal,
+    default_cache_dir,
+    local_model_files,
+    request_key,
+)
+from eval_common.cli import parse_bool
 
 if TYPE_CHECKING:
     import torch

@@ -17,13 +17,14 @@ from aqua_tasks.core.data import TASK_NAME_PREFIXES
 from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.extract import EXTRACTOR_ALIASES
 from aqua_tasks.core.intervals import metric_intervals
+from aqua_tasks.core.pooling import all_tracks_name, all_tracks_rows, pool_outcomes, pool_summaries
+from aqua_tasks.core.scoring import metric_value, summarize
+from aqua_tasks.reports.table import aqua_rows
 from aqua_tasks.runs.lmms_eval_logs import (
     HARNESS_LM_EVAL,
     HARNESS_LMMS_EVAL,
     is_lmms_results,
 )
-from aqua_tasks.core.pooling import all_tracks_name, all_tracks_rows, pool_outcomes, pool_summaries
-from aqua_tasks.reports.table import aqua_rows
 from aqua_tasks.runs.reader import RESULTS_NAME as RESULTS_NAME
 from aqua_tasks.runs.reader import (
     RunError,
@@ -37,7 +38,6 @@ from aqua_tasks.runs.reader import (
     score_items,
 )
 from aqua_tasks.runs.reader import read_json as read_run_json
-from aqua_tasks.core.scoring import metric_value, summarize
 
 PLOT_HINT = "pip install 'aqua-bench-eval[plot]'"
 # The all-tracks column: every clip of the run's tracks pooled.
@@ -675,6 +675,7 @@ def write_report(
 
 if TYPE_CHECKING:
     from orca_judge.calibration import Calibration
+
 
 def plot_calibration(cal: Calibration) -> Any:
     """Predicted expected correctness (± predicted sd) against the human mean, with y = x."""

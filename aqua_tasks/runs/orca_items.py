@@ -18,7 +18,6 @@ from typing import Any
 from aqua_tasks.core.data import AquaDataError, load_json_file
 from aqua_tasks.runs.lmms_eval_logs import LMMS_SAMPLES_NAME, is_lmms_row, task_setting
 from aqua_tasks.runs.reader import iter_jsonl, read_lmms_samples_file
-
 from orca_judge.metric.payloads import judge_inputs
 from orca_judge.metric.settings import OrcaMetricSettings
 

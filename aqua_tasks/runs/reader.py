@@ -19,7 +19,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from eval_common.cli import parse_bool
 from aqua_tasks.core.data import (
     TRACKS,
     AquaDataError,
@@ -33,6 +32,8 @@ from aqua_tasks.core.data import (
 )
 from aqua_tasks.core.docs import audio_enabled, doc_to_item, is_aqua_doc
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, rescoring_notice
+from aqua_tasks.core.manifest import MANIFEST_FIELDS
+from aqua_tasks.core.scoring import Verdict, score_reply
 from aqua_tasks.runs.lmms_eval_logs import (
     HARNESS_AUTHORS,
     HARNESS_LM_EVAL,
@@ -52,8 +53,7 @@ from aqua_tasks.runs.lmms_eval_logs import (
     task_data,
     task_setting,
 )
-from aqua_tasks.core.manifest import MANIFEST_FIELDS
-from aqua_tasks.core.scoring import Verdict, score_reply
+from eval_common.cli import parse_bool
 
 # lm-eval names its files <kind>_<...>_<local time>, the time as isoformat() with '-' for ':'.
 # lmms-eval names its files <local time>_<kind>..., the time as YYYYMMDD_HHMMSS.

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aqua_tasks.core.intervals import wilson_interval
+from aqua_tasks.core.scoring import Verdict
 from aqua_tasks.runs.reader import RunItem
 from aqua_tasks.runs.reader import score_items as score_replies
-from aqua_tasks.core.scoring import Verdict
 
 
 def condition_map(replies: Sequence[RunItem], extractor: str | None) -> dict[str, dict]:

@@ -1,1 +1,1 @@
-"""Stand-ins for tests, benchmarks and dry runs: tiny audio LMs built offline, a local chat server."""
+"""Stand-ins for tests, benchmarks and dry runs: tiny audio LMs built offline, a chat server."""

@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from eval_common.devices import resolve_device, resolve_dtype
-
+from orca_judge.checkpoint.published import ClampChoice, published_clamp
 from orca_judge.config import OrcaConfig
 from orca_judge.model import (
     OrcaModel,
@@ -47,7 +47,6 @@ from orca_judge.model import (
     resolved_pooling,
     weights_fingerprint,
 )
-from orca_judge.checkpoint.published import ClampChoice, published_clamp
 
 FORMAT = "orca-judge/1"
 CONFIG_FILE = "orca_judge.json"

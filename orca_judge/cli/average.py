@@ -14,9 +14,8 @@ import json
 from collections.abc import Sequence
 
 from eval_common.cli import add_json_flag, fail
-
-from orca_judge.training.averaging import average_checkpoints
 from orca_judge.checkpoint import CheckpointError
+from orca_judge.training.averaging import average_checkpoints
 
 PROG = "orca-average"
 

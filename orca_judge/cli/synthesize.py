@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from eval_common.cli import add_json_flag, add_seed_flag, fail
-
 from orca_judge.checkpoint import atomic_write_text
 from orca_judge.data import DataError, load_items
 from orca_judge.training.synthetic import KINDS, build_synthetic_items

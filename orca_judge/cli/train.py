@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from eval_common.cli import add_json_flag, add_progress_flag, bool_arg, fail, parse_bool
-
 from orca_judge.config import OrcaConfig
 
 PROG = "orca-train"
@@ -107,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Keys of a curriculum stage besides OrcaConfig fields. `synthesize: true` trains the stage on
-# rule-rated candidates built from its `train` file (orca_judge/training/synthetic.py), not the file.
+# rule-rated candidates built from its `train` file (training/synthetic.py), not the file.
 STAGE_KEYS = {"train", "dev", "name", "synthesize"}
 
 
@@ -177,8 +176,8 @@ def plan_stages(args: argparse.Namespace) -> list[dict[str, Any]]:
 def _load_stages(args: argparse.Namespace) -> tuple[list[Any], list[Any], str | None]:
     """(stages, held-out items, held-out source file): data loaded, split once for the run."""
     from orca_judge.data import file_sha256, load_items, normalize_question, split_heldout
-    from orca_judge.training.synthetic import build_synthetic_items
     from orca_judge.training.loop import Stage
+    from orca_judge.training.synthetic import build_synthetic_items
 
     planned = plan_stages(args)
     trains = []

@@ -14,10 +14,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from orca_judge.lm_eval import compat
-from orca_judge.metric.judge_pass import JudgeSession, active_session
 from orca_judge.lm_eval.metric import orca, orca_aggregate, register
+from orca_judge.lm_eval.task_wiring import (
+    WIRED,
+    check_question_field,
+    question_rule,
+    reference_of,
+    wire,
+)
+from orca_judge.metric.judge_pass import JudgeSession, active_session
 from orca_judge.metric.settings import OrcaMetricSettings
-from orca_judge.lm_eval.task_wiring import WIRED, check_question_field, question_rule, reference_of, wire
 
 __all__ = [
     "WIRED",

@@ -14,12 +14,12 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-from orca_judge.metric.aggregate import aggregate, doc_less_payloads
 from orca_judge.lm_eval.compat import built_tasks
-from orca_judge.metric.judge_pass import JudgeSession, active_session
-from orca_judge.metric.settings import OrcaMetricSettings
 from orca_judge.lm_eval.task_wiring import wire
 from orca_judge.lmms_eval import compat
+from orca_judge.metric.aggregate import aggregate, doc_less_payloads
+from orca_judge.metric.judge_pass import JudgeSession, active_session
+from orca_judge.metric.settings import OrcaMetricSettings
 
 FORM = "doc-aware (lmms-eval with this package installed)"
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from eval_common.jsonio import write_jsonl
-
 from orca_judge.metric.judge_pass import JudgePass, item_id
 
 logger = logging.getLogger(__name__)

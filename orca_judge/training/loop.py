@@ -25,7 +25,6 @@ import torch
 
 from eval_common.cli import progress as progress_bar
 from eval_common.devices import peak_memory_mb, resolve_device, resolve_dtype
-
 from orca_judge import likelihoods
 from orca_judge.checkpoint import (
     atomic_write_text,
@@ -39,7 +38,12 @@ from orca_judge.checkpoint import (
     update_metrics,
 )
 from orca_judge.config import OrcaConfig
-from orca_judge.data import OrcaItem, filter_by_length, items_fingerprint, undefined_correlation_reason
+from orca_judge.data import (
+    OrcaItem,
+    filter_by_length,
+    items_fingerprint,
+    undefined_correlation_reason,
+)
 from orca_judge.judge import batched_logits, encode_item, pad_token_id
 from orca_judge.metrics import agreement, tune_clamp_threshold
 from orca_judge.model import (

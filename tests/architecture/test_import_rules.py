@@ -16,7 +16,9 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("aqua_tasks", "orca_judge", "eval_common")
 HARNESSES = ("lm_eval", "lmms_eval")
 # Our adapter packages, one per harness and package: leaves of the import graph.
-ADAPTERS = tuple(f"{pkg}.{harness}" for pkg in ("aqua_tasks", "orca_judge") for harness in HARNESSES)
+ADAPTERS = tuple(
+    f"{pkg}.{harness}" for pkg in ("aqua_tasks", "orca_judge") for harness in HARNESSES
+)
 # Harness internals only the compat modules may touch: private tables, patched functions.
 HARNESS_INTERNALS = (
     "_metric_fn_list",
@@ -79,8 +81,9 @@ def violations(rule) -> list[str]:
 
 def test_the_judge_and_the_shared_module_import_nothing_of_the_benchmark():
     assert not violations(
-        lambda mod, imp: within(imp, "aqua_tasks")
-        and (within(mod, "orca_judge") or within(mod, "eval_common"))
+        lambda mod, imp: (
+            within(imp, "aqua_tasks") and (within(mod, "orca_judge") or within(mod, "eval_common"))
+        )
     )
 
 
@@ -124,7 +127,9 @@ def test_harness_internals_are_touched_only_in_compat_modules():
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             code = line.split("#", 1)[0]
-            bad += [f"{path.relative_to(REPO)}:{number}: {w}" for w in HARNESS_INTERNALS if w in code]
+            bad += [
+                f"{path.relative_to(REPO)}:{number}: {w}" for w in HARNESS_INTERNALS if w in code
+            ]
     assert not bad
 
 
@@ -155,12 +160,16 @@ def test_every_package_folder_holds_few_modules():
     folders: dict[Path, int] = {}
     for path in MODULES.values():
         folders[path.parent] = folders.get(path.parent, 0) + 1
-    assert {str(f.relative_to(REPO)): n for f, n in folders.items() if n > MAX_MODULES_PER_FOLDER} == {}
+    assert {
+        str(f.relative_to(REPO)): n for f, n in folders.items() if n > MAX_MODULES_PER_FOLDER
+    } == {}
 
 
 def test_the_rules_see_every_room():
     # Guards the tests above against a rename that would make them vacuous.
-    rooms = {name for name in MODULES if name.count(".") == 1 and MODULES[name].name == "__init__.py"}
+    rooms = {
+        name for name in MODULES if name.count(".") == 1 and MODULES[name].name == "__init__.py"
+    }
     assert {
         "aqua_tasks.core",
         "aqua_tasks.audio",

@@ -12,8 +12,8 @@ from lm_eval.tasks import TaskManager
 
 from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.core.data import load_items
-from aqua_tasks.models.baselines import AquaBaselineLM
 from aqua_tasks.lm_eval.registration import register_all, task_config_dir
+from aqua_tasks.models.baselines import AquaBaselineLM
 
 pytestmark = pytest.mark.slow
 

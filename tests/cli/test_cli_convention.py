@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 import tomllib
+from aqua_tasks.deprecation import moved
 
 from aqua_tasks.audio import prepare as audio_prepare
 from aqua_tasks.cli import audio as cli_audio
 from aqua_tasks.cli import demo as cli_demo
-from aqua_tasks.cli import score as cli_score
-from aqua_tasks.lm_eval import demo
-from aqua_tasks.core.data import AquaDataError
-from aqua_tasks.deprecation import moved
-from aqua_tasks.core.docs import audio_enabled
-from aqua_tasks.lm_eval.task import build_docs
-from aqua_tasks.core.run_settings import check_aqua_metadata
 from aqua_tasks.cli import orca_items as cli_lm_eval_items
+from aqua_tasks.cli import score as cli_score
+from aqua_tasks.core.data import AquaDataError
+from aqua_tasks.core.docs import audio_enabled
+from aqua_tasks.core.run_settings import check_aqua_metadata
+from aqua_tasks.lm_eval import demo
+from aqua_tasks.lm_eval.task import build_docs
 from aqua_tasks.runs import judge_results as results
 from aqua_tasks.runs import orca_items as samples
 from orca_judge.metric.settings import OrcaMetricError, resolve_settings

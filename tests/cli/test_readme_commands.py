@@ -61,7 +61,8 @@ SKIPPED = {
     ),
     "orca-train --train train.jsonl --dev dev.jsonl --backbone <HF id or local dir> "
     "--likelihood multinomial --output CKPT": (
-        "trains 1000 steps by default (minutes); tests/orca/test_orca_train.py trains a tiny backbone"
+        "trains 1000 steps by default (minutes); tests/orca/test_orca_train.py trains a tiny "
+        "backbone"
     ),
 }
 

@@ -14,8 +14,8 @@ from aqua_tasks.core.data import REJECTION_STRINGS, TRACK_FILE_STEMS, load_json_
 from aqua_tasks.core.intervals import bootstrap_ca_interval, metric_intervals, wilson_interval
 from aqua_tasks.core.manifest import DOC_FIELDS, MANIFEST_FIELDS, sha256_file
 from aqua_tasks.core.prompts import COT_INSTRUCTION
-from aqua_tasks.lm_eval.registration import task_config_dir
 from aqua_tasks.core.scoring import summarize
+from aqua_tasks.lm_eval.registration import task_config_dir
 
 VARIANT_TASKS = {
     "aqua-design1": "option_design1",

@@ -8,18 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from aqua_tasks.core import intervals
-from aqua_tasks.gate import paired as regress
-from aqua_tasks.core import stats
+from aqua_tasks.core import intervals, stats
 from aqua_tasks.core.data import UNANSWERABLE_TYPES, load_items
 from aqua_tasks.core.docs import clip_indices
-from aqua_tasks.lm_eval.task import (
-    aggregate_acc,
-    aggregate_ca_aad,
-    build_docs,
-    process_results,
-    task_summary,
-)
 from aqua_tasks.core.scoring import (
     ALL_METRICS,
     ItemOutcome,
@@ -31,6 +22,14 @@ from aqua_tasks.core.scoring import (
     score_reply,
     summarize,
     unpack_outcome,
+)
+from aqua_tasks.gate import paired as regress
+from aqua_tasks.lm_eval.task import (
+    aggregate_acc,
+    aggregate_ca_aad,
+    build_docs,
+    process_results,
+    task_summary,
 )
 
 Z = 1.959963984540054  # the 97.5 % normal quantile

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from orca_fixtures import tiny_trained_checkpoint, write_jsonl
 
-from aqua_tasks.startup_hook import ENV_SWITCH, TRIGGERS, LmEvalImportHook, enabled
 from aqua_tasks.lm_eval.registration import task_config_dir, with_task_folder
+from aqua_tasks.startup_hook import ENV_SWITCH, TRIGGERS, LmEvalImportHook, enabled
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent

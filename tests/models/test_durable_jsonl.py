@@ -3,8 +3,8 @@
 import json
 import threading
 
-from aqua_tasks.models.durable_jsonl import DurableAppender, cache_root, read_records
 from aqua_tasks.models.api.cache import ReplyCache
+from aqua_tasks.models.durable_jsonl import DurableAppender, cache_root, read_records
 from aqua_tasks.models.reply_journal import ReplyJournal
 
 

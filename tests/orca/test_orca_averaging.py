@@ -13,8 +13,8 @@ from safetensors.torch import load_file
 from orca_judge import OrcaJudge
 from orca_judge.cli import average as cli_average
 from orca_judge.cli import train as cli_train
-from orca_judge.training.averaging import average_checkpoints, average_lora
 from orca_judge.data import load_items
+from orca_judge.training.averaging import average_checkpoints, average_lora
 from orca_judge.training.loop import train
 
 TRAIN = load_items(synthetic_items(64, 1, "tr"))

@@ -40,7 +40,9 @@ def _imported_in_fresh_python(code: str) -> list[str]:
 
 
 def test_judge_and_trainer_import_no_harness():
-    core = "import orca_judge.judge, orca_judge.training.loop, orca_judge.calibration, orca_judge.data"
+    core = (
+        "import orca_judge.judge, orca_judge.training.loop, orca_judge.calibration, orca_judge.data"
+    )
     modules = _imported_in_fresh_python(core)
     assert "orca_judge.judge" in modules and "orca_judge.training.loop" in modules
     assert not [m for m in modules if m == "lm_eval" or m.startswith("lm_eval.")]
@@ -48,8 +50,7 @@ def test_judge_and_trainer_import_no_harness():
 
 def test_settings_payloads_and_per_item_import_no_harness():
     modules = _imported_in_fresh_python(
-        "import orca_judge.metric.settings, orca_judge.metric.payloads, "
-        "orca_judge.metric.per_item"
+        "import orca_judge.metric.settings, orca_judge.metric.payloads, orca_judge.metric.per_item"
     )
     assert "orca_judge.metric.per_item" in modules
     assert "lm_eval" not in modules

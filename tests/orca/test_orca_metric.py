@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from orca_fixtures import synthetic_items, tiny_trained_checkpoint, write_jsonl
-
-from orca_judge.cli.score import main as orca_score
-from aqua_tasks.runs.orca_items import items_from_samples, read_samples
 from orca_judge.lm_eval_metric import OrcaMetricError, OrcaMetricSettings, resolve_settings
+
+from aqua_tasks.runs.orca_items import items_from_samples, read_samples
+from orca_judge.cli.score import main as orca_score
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent

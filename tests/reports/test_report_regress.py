@@ -17,11 +17,11 @@ import pytest
 from aqua_tasks.cli import eval as cli_eval
 from aqua_tasks.cli import regress as cli_regress
 from aqua_tasks.cli import report as cli_report
-from aqua_tasks.reports import report
-from aqua_tasks.runs import reader as runs_module
 from aqua_tasks.cli.score import main as aqua_score
 from aqua_tasks.core.data import TRACK_FILE_STEMS, load_json_file
 from aqua_tasks.core.manifest import DOC_FIELDS, MANIFEST_FIELDS
+from aqua_tasks.core.scoring import as_outcome
+from aqua_tasks.core.stats import wilson_interval
 from aqua_tasks.gate.paired import (
     TESTED_METRICS,
     conditional_accuracy,
@@ -30,8 +30,8 @@ from aqua_tasks.gate.paired import (
     mcnemar_exact_p,
     paired_bootstrap_ca,
 )
-from aqua_tasks.core.scoring import as_outcome
-from aqua_tasks.core.stats import wilson_interval
+from aqua_tasks.reports import report
+from aqua_tasks.runs import reader as runs_module
 
 LIMIT = 480  # 120 clips of the track: every clip's four items are in the run
 

@@ -18,10 +18,10 @@ import pytest
 
 from aqua_tasks.cli import regress as cli_regress
 from aqua_tasks.cli import report as cli_report
-from aqua_tasks.runs import reader as runs
 from aqua_tasks.cli.score import main as aqua_score
 from aqua_tasks.core.data import TRACK_FILE_STEMS, load_json_file
 from aqua_tasks.core.manifest import MANIFEST_FIELDS
+from aqua_tasks.runs import reader as runs
 
 LEGACY = Path(__file__).parents[1] / "data" / "legacy_run_0_1_0"
 LEGACY_STAMP = "2026-12-01T03-08-18.454234"
@@ -192,7 +192,8 @@ def test_authors_file_mixing_tracks_is_scored_per_track(capsys, tmp_path, releas
 def test_scoring_reporting_and_regressing_import_neither_lm_eval_nor_datasets(tmp_path):
     script = (
         "import sys, contextlib, io\n"
-        "from aqua_tasks.cli import regress as cli_regress, report as cli_report, score as cli_score\n"
+        "from aqua_tasks.cli import regress as cli_regress, report as cli_report\n"
+        "from aqua_tasks.cli import score as cli_score\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    assert cli_score.main([{str(LEGACY)!r}, '--n-boot', '50']) == 0\n"
         f"    assert cli_report.main([{str(LEGACY)!r}, '--out', {str(tmp_path)!r}]) == 0\n"

@@ -26,7 +26,15 @@ from typing import Any
 from lm_eval.api.instance import Instance
 from lm_eval.api.model import LM
 
-from aqua_tasks.models.api.http import RequestFailure, RetryPolicy, post_json, post_with_retries, redact
+from aqua_tasks.core.generation_failure import failed_reply
+from aqua_tasks.models.api.cache import ReplyCache, cache_file_name, cache_key, default_cache_dir
+from aqua_tasks.models.api.http import (
+    RequestFailure,
+    RetryPolicy,
+    post_json,
+    post_with_retries,
+    redact,
+)
 from aqua_tasks.models.api.payload import (
     AUDIO_FORMATS,
     audio_part,
@@ -36,8 +44,6 @@ from aqua_tasks.models.api.payload import (
 )
 from aqua_tasks.models.hf_audio_lm import cut_at_stop, positive_int
 from eval_common.cli import parse_bool, progress
-from aqua_tasks.core.generation_failure import failed_reply
-from aqua_tasks.models.api.cache import ReplyCache, cache_file_name, cache_key, default_cache_dir
 
 NAME = "openai-audio-chat"
 DEFAULT_MAX_GEN_TOKS = 256
