@@ -1,1 +1,43 @@
-"""AQUA-Bench tasks for lm-evaluation-harness: unanswerable audio questions."""
+"""AQUA-Bench for lm-eval and lmms-eval: does an audio LM know when a question has no answer?
+
+The names below are the public Python API; everything else is reached through the console
+scripts and task YAMLs. They are loaded on first use: the start-up hook imports this package
+at every Python start, which must not pull in numpy, torch or a harness.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+# public name -> module that defines it
+_EXPORTS = {
+    # the released questions
+    "AquaItem": "aqua_tasks.core.data",
+    "AquaDataError": "aqua_tasks.core.data",
+    "load_items": "aqua_tasks.core.data",
+    "track_file": "aqua_tasks.core.data",
+    # answer extraction and scoring
+    "Extraction": "aqua_tasks.core.extract",
+    "extract": "aqua_tasks.core.extract",
+    "rescoring_notice": "aqua_tasks.core.extract",
+    "Verdict": "aqua_tasks.core.scoring",
+    "score_reply": "aqua_tasks.core.scoring",
+    "summarize": "aqua_tasks.core.scoring",
+    # audio
+    "AudioRoots": "aqua_tasks.audio.clips",
+    "LazyAudio": "aqua_tasks.audio.clips",
+    "audio_for_item": "aqua_tasks.audio.clips",
+    "load_audio": "aqua_tasks.audio.clips",
+    "resolve_audio": "aqua_tasks.audio.clips",
+    # lm-eval: tasks, models and `metric: orca` registered for the Python API
+    "register_all": "aqua_tasks.lm_eval.registration",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

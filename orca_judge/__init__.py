@@ -1,18 +1,34 @@
-"""ORCA: a learned judge of open-ended answers that predicts the distribution of human ratings."""
+"""ORCA: a learned judge of open-ended answers that predicts the distribution of human ratings.
+
+The names below are the public Python API. They are loaded on first use: `orca_judge.lm_eval`
+is imported when lm-eval starts (see aqua_tasks.startup_hook) and must not pull in torch for
+`lm_eval ls tasks`.
+"""
 
 from __future__ import annotations
 
 from importlib import import_module
 from typing import Any
 
-# Loaded on first use: `orca_judge.lm_eval.compat` and friends are imported when lm-eval
-# starts (see aqua_tasks.startup_hook), and must not pull in torch for `lm_eval ls tasks`.
-_EXPORTS = {"OrcaConfig": ".config", "OrcaJudge": ".judge", "OrcaPrediction": ".judge"}
+# public name -> module that defines it
+_EXPORTS = {
+    "OrcaConfig": "orca_judge.config",
+    "OrcaJudge": "orca_judge.judge",
+    "OrcaPrediction": "orca_judge.judge",
+    "OrcaItem": "orca_judge.data",
+    "DataError": "orca_judge.data",
+    "load_items": "orca_judge.data",
+    "agreement": "orca_judge.metrics",
+    "Calibration": "orca_judge.calibration",
+    "load_calibration": "orca_judge.calibration",
+    "train": "orca_judge.training.loop",
+    "train_curriculum": "orca_judge.training.loop",
+}
 
-__all__ = ["OrcaConfig", "OrcaJudge", "OrcaPrediction"]
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name], __name__), name)
+        return getattr(import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -74,7 +74,7 @@ def calibration_of(
     )
 
 
-def loadcalibration_of(predictions: str | Path, items: str | Path) -> Calibration:
+def load_calibration(predictions: str | Path, items: str | Path) -> Calibration:
     """Join `orca-score --output` predictions with the rated items they were scored on."""
     pred_path = Path(predictions)
     if not pred_path.is_file():

@@ -10,21 +10,28 @@
 #   TORCH_SPEC   torch requirement (default torch==2.13.0, the CPU-friendly pin; on a GPU box
 #                set it to the CUDA build you want, e.g. TORCH_SPEC='torch==2.13.0')
 #   PYTHON       interpreter that creates the venv (default python3)
+#   CONSTRAINTS  pip constraints file (default constraints/lmms-eval.txt, the versions the
+#                lmms-eval tests last passed with; CONSTRAINTS= resolves the newest releases)
 set -euo pipefail
 VENV=${1:-.venv-lmms}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PYTHON:-python3}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
+CONSTRAINTS=${CONSTRAINTS-$HERE/constraints/lmms-eval.txt}
+PIN=()
+if [[ -n $CONSTRAINTS ]]; then
+    PIN=(-c "$CONSTRAINTS")
+fi
 
 "$PY" -m venv "$VENV"
 PIP="$VENV/bin/python -m pip"
 $PIP install --quiet --upgrade pip
 # lmms-eval's run-time imports (its audio path), without torchvision; this package's
 # dependencies; pytest and pytest-xdist for tests_lmms/ (setup.cfg runs tests in parallel).
-$PIP install --quiet "$TORCH_SPEC" transformers accelerate datasets evaluate sacrebleu loguru \
+$PIP install --quiet "${PIN[@]}" "$TORCH_SPEC" transformers accelerate datasets evaluate sacrebleu loguru \
     pytz tenacity jinja2 pyyaml pillow pandas dill librosa soundfile pytablewriter \
     'filelock<4' peft regex numpy scipy tqdm 'lm-eval>=0.4.13,<0.5' pytest pytest-xdist
-$PIP install --quiet --no-deps 'lmms-eval==0.7.3'
+$PIP install --quiet "${PIN[@]}" --no-deps 'lmms-eval==0.7.3'
 # This package, without re-resolving its dependencies (installed above).
 $PIP install --quiet --no-deps -e "$HERE"
 "$VENV/bin/python" - <<'PY'

@@ -40,7 +40,7 @@ BIN = Path(sys.executable).parent
 AQUA_LIMIT = 4
 SETUP_COMMANDS = [
     "python3 -m venv .venv && . .venv/bin/activate && pip install torch==2.13.0 -e '.[test]' "
-    "&& aqua-demo",
+    "-c constraints/main.txt && aqua-demo",
     ".venv/bin/python -m pytest -q",
 ]
 SKIPPED = {

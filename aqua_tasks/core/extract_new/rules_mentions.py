@@ -1,0 +1,240 @@
+"""Where a reply names an option under `aqua-rules`: letters, option texts, rejections, negations."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from itertools import pairwise
+from typing import NamedTuple
+
+from aqua_tasks.core.extract.rules_words import (
+    NEXT_WORD,
+    NO_REJECTION,
+    WORD,
+    FILLERS,
+    Item,
+    stem_of,
+)
+
+_WRAPPED_LETTER = re.compile(
+    r"(?<!\w)[(\[{]\s*([a-z])\s*[)\]}]"  # (e) [E] {e}
+    r"|(?<![\w(\[{])([a-z])\)"  # e)
+    r"|\b(?:option|choice|letter)\s*[:#]?\s*\(?([a-z])(?:\)|\b(?!['-]))"  # option e
+)
+_UPPER_LETTER = re.compile(r"(?<![\w'.-])[A-Z](?![\w'-]|\.\w)")
+# After an uppercase letter these words keep it a letter ("B is correct", not "E string").
+_LETTER_VERBS = frozenset({"is", "was", "seems", "sounds", "fits", "matches", "would", "because"})
+_ARTICLE_BEFORE = re.compile(r"\b(?:a|an|the) $")
+_REJECTION = re.compile(
+    r"\bnone\b(?:\s+of\s+(?:the|these|those|them)\b(?:\s+(?:above|options?|choices?|answers?))?)?"
+    r"|\bno\s+(?:correct|valid|right|suitable|matching|applicable)\s+(?:answer|option|choice)s?\b"
+    r"|\ball\s+(?:of\s+)?(?:the\s+)?(?:answers|options|choices)\s+(?:are|is)\s+(?:incorrect|wrong)\b"
+    r"|\b(?:answers|options|choices)\s+are\s+all\s+(?:incorrect|wrong)\b"
+    r"|\b(?:cannot|can't|can\s+not|could\s+not|couldn't|unable\s+to|impossible\s+to"
+    r"|not\s+possible\s+to|no\s+way\s+to|not\s+able\s+to)\s+(?:be\s+)?"
+    r"(?:determined?|tell|told|say|said|know|known|identif(?:y|ied)|infer(?:red)?"
+    r"|answer(?:ed)?|judged?|decided?|discern(?:ed)?)\b"
+    r"|\b(?:insufficient|not\s+enough|lacks?|lacking|missing|no)\s+(?:\w+\s+)?"
+    r"(?:information|info|details?|evidence|context|cues?|clues?)\b"
+    r"|\b(?:does\s+not|doesn't|do\s+not|don't)\s+(?:provide|give|contain|convey|include|offer"
+    r"|reveal)\s+(?:enough\s+|sufficient\s+|any\s+)?(?:information|info|details?|evidence)\b"
+    r"|\bunanswerable\b|\bnot\s+answerable\b"
+    r"|\bnot\s+(?:listed|among\s+the\s+(?:options|choices)|in\s+the\s+(?:options|choices|list))\b"
+)
+_PAIR_GAP = re.compile(r"[\s:.=\-–—]*")
+_CLAUSE_BREAK = re.compile(r"[.;:!?\n,]|\b(?:but|however|although|though|whereas|while)\b")
+_HYPOTHETICAL = re.compile(
+    r"\b(?:if|unless|whether|suppose|supposing|imagine|were\s+it|had\s+it\s+been)\b"
+)
+# "A violin would sound brighter": an option followed by a modal is not what was heard.
+_POST_HYPOTHETICAL = re.compile(
+    r"[\s)\]\"'\-–—]*(?:(?:also|probably|usually|typically|normally|instead)\s+)?"
+    r"(?:would|could|might)\b(?!\s+(?:\w+\s+)?be\s+(?:(?:the|my)\s+)?(?:answer|choice|correct|right|best))"
+)
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|neither|nor|without|unlike|except|excluding|exclude|excludes|cannot"
+    r"|eliminate|eliminates|eliminated|rul(?:e|es|ed|ing)\s+out|rather\s+than|instead\s+of"
+    r"|other\s+than|different\s+from)\b|n't\b"
+)
+# Mentions joined only by list glue share a negation: "rather than a cough, a laugh or a sniff".
+_LIST_GLUE = re.compile(r"[\s,/()\[\]]*(?:(?:and|or|nor|&)\s+)?(?:(?:a|an|the)\s+)?")
+_NOT_NEGATION = re.compile(r"\b(?:no\s+doubt|not\s+only|not\s+just)\b")
+_POST_NEGATION = re.compile(
+    r"[\s)\]\"'\-–—:]*(?:(?:is|are|was|were|would|does|do|did|can|could|should|seems?|sounds?)\s+)?"
+    r"(?:(?:be|definitely|clearly|also|all)\s+)?(?:not|never|cannot|\w+n't|wrong|incorrect|unlikely"
+    r"|ruled\s+out|excluded|eliminated|different|less\s+likely)\b"
+)
+
+
+class Mention(NamedTuple):
+    """A place where the reply names one option (or, a letter on another's text, two)."""
+
+    start: int
+    end: int
+    idxs: frozenset[int]  # more than one: a letter labelling another option's text
+    kind: str  # "letter" | "text" | "rejection" | "pair" (a letter with its text)
+    label: str
+    verb: bool = False  # an "-ing" form of a noun option: "crowing" names Crow only weakly
+
+
+def letter_mention(m: re.Match[str], letter: str, item: Item) -> Mention | None:
+    i = ord(letter.lower()) - ord("a")
+    if i >= len(item.options):
+        return None
+    label = f"letter ({letter.lower()})"
+    if item.canon[i] != i:
+        label += f", same text as ({chr(ord('a') + item.canon[i])})"
+    return Mention(m.start(), m.end(), frozenset({item.canon[i]}), "letter", label)
+
+
+def _match_rest(text: str, pos: int, stems: tuple[str, ...]) -> int | None:
+    """End of the words matching `stems` from `pos`, skipping up to two fillers before each."""
+    for stem in stems:
+        for _ in range(3):  # "clearing his throat", "clearing of the throat"
+            word = WORD.search(text, pos)
+            if word is None:
+                return None
+            pos, found = word.end(), stem_of(word.group())
+            if found == stem:
+                break
+            if found not in FILLERS:
+                return None
+        else:
+            return None
+    return pos
+
+
+def find_mentions(text: str, low: str, item: Item, extra: list[Mention | None]) -> list[Mention]:
+    """Every letter, option text and rejection phrase, longest first, letters paired."""
+    found = list(extra)
+    for m in _WRAPPED_LETTER.finditer(low):
+        found.append(letter_mention(m, next(filter(None, m.groups())), item))
+    for m in _UPPER_LETTER.finditer(text):
+        nxt = NEXT_WORD.match(text, m.end())
+        word = nxt.group(1) if nxt else ""
+        # "A dog", "I think", "E string" are words, not option letters.
+        if not word or word in _LETTER_VERBS or (m.group() not in "AI" and not word.islower()):
+            found.append(letter_mention(m, m.group(), item))
+    for c in item.starts.finditer(low):
+        word = WORD.match(text, c.start())
+        for idx, key in item.keys.get(stem_of(word.group()), ()) if word else ():
+            end = _match_rest(text, word.end(), key[1:])
+            if end is not None:
+                article = _ARTICLE_BEFORE.search(low, max(0, word.start() - 4), word.start())
+                begin = article.start() if article else word.start()
+                label = f"option text {item.options[idx]!r}"
+                verb = len(key) == 1 and word.group().lower().endswith("ing")
+                verb = verb and not item.options[idx].lower().endswith("ing")
+                found.append(Mention(begin, end, frozenset({idx}), "text", label, verb))
+    for m in _REJECTION.finditer(low):
+        label = f"rejection phrase {m.group()!r}"
+        if item.rejection != NO_REJECTION:
+            label += f" -> option {item.options[item.rejection]!r}"
+        found.append(Mention(m.start(), m.end(), frozenset({item.rejection}), "rejection", label))
+    # Longest match wins: "Acoustic Guitar" over "Guitar", "Horse-drawn cart" over "Horse".
+    kept: list[Mention] = []
+    reach = -1
+    for m in sorted(filter(None, found), key=lambda m: (m.start, -m.end)):
+        if m.end > reach:
+            kept.append(m)
+            reach = m.end
+    return _pair_letters(kept, low)
+
+
+def _drop_verb_collisions(ms: list[Mention], masked: str) -> list[Mention]:
+    """Drop "crowing" (Crow) right after another option it describes ("the rooster is crowing")."""
+    kept: list[Mention] = []
+    for m in ms:
+        prev = kept[-1] if kept else None
+        if m.verb and prev is not None and prev.kind in ("text", "pair") and prev.idxs != m.idxs:
+            gap = masked[prev.end : m.start]
+            if not _CLAUSE_BREAK.search(gap) and len(gap.split()) <= 3:
+                continue
+        kept.append(m)
+    return kept
+
+
+def _pair_letters(ms: list[Mention], low: str) -> list[Mention]:
+    """Merge "(a) Dog" / "Dog (a)" into one mention; a disagreeing pair keeps both options."""
+
+    def pairs(a: Mention, b: Mention | None) -> bool:
+        if b is None or (a.kind == "letter") == (b.kind == "letter"):
+            return False
+        return _PAIR_GAP.fullmatch(low, a.end, b.start) is not None
+
+    out: list[Mention] = []
+    i = 0
+    while i < len(ms):
+        m, nxt, after = [*ms[i : i + 3], None, None][:3]
+        # A letter pairs forward with its own text; in "Dog (b) Cat" the (b) belongs to Cat.
+        if pairs(m, nxt) and (m.kind == "letter" or not pairs(nxt, after)):
+            letter, named = (m, nxt) if m.kind == "letter" else (nxt, m)
+            label = letter.label
+            if letter.idxs != named.idxs:
+                label = f"{letter.label} labels {named.label}"
+            out.append(Mention(m.start, nxt.end, letter.idxs | named.idxs, "pair", label))
+            i += 2
+        else:
+            out.append(m)
+            i += 1
+    return out
+
+
+def pre_negated(masked: str, m: Mention) -> bool:
+    """Negated before it, within six words of its clause ("not a dog", "rules out the (c)")."""
+    before = masked[max(0, m.start - 80) : m.start]
+    clause = before[max((b.end() for b in _CLAUSE_BREAK.finditer(before)), default=0) :]
+    words = [w for w in clause.split() if WORD.search(w)]
+    if _HYPOTHETICAL.search(clause):
+        return True
+    return bool(_NEGATION.search(_NOT_NEGATION.sub(" ", " ".join(words[-6:]))))
+
+
+def post_negated(masked: str, m: Mention) -> bool:
+    """Negated or hypothetical straight after it ("(b) is wrong", "a violin would sound")."""
+    return bool(_POST_NEGATION.match(masked, m.end) or _POST_HYPOTHETICAL.match(masked, m.end))
+
+
+def _committed_flags(masked: str, ms: list[Mention]) -> list[bool]:
+    """Which mentions commit; a negation spreads along a list of options joined by glue."""
+    pre = [pre_negated(masked, m) for m in ms]
+    post = [post_negated(masked, m) for m in ms]
+    glued = [_LIST_GLUE.fullmatch(masked, a.end, b.start) is not None for a, b in pairwise(ms)]
+    for k, joined in enumerate(glued):  # "not a cough, a sniff or a laugh"
+        pre[k + 1] = pre[k + 1] or (joined and pre[k])
+    for k in reversed(range(len(glued))):  # "sniffing and throat clearing sound different"
+        post[k] = post[k] or (glued[k] and post[k + 1])
+    return [not (a or b) for a, b in zip(pre, post, strict=True)]
+
+
+class Mentions:
+    """Mentions sorted by position, searchable in log time so long replies stay linear."""
+
+    def __init__(self, mentions: list[Mention]) -> None:
+        self.items = mentions
+        self.starts = [m.start for m in mentions]
+        self.suffix: list[set[int]] = [set()]  # options named from each mention on
+        for m in reversed(mentions):
+            self.suffix.append(self.suffix[-1] | m.idxs)
+        self.suffix.reverse()
+
+    def within(self, lo: int, hi: int) -> list[Mention]:
+        return self.items[bisect.bisect_left(self.starts, lo) : bisect.bisect_left(self.starts, hi)]
+
+    def named_from(self, pos: int) -> set[int]:
+        return self.suffix[bisect.bisect_left(self.starts, pos)]
+
+    def covers(self, pos: int) -> bool:
+        k = bisect.bisect_right(self.starts, pos) - 1
+        return k >= 0 and self.items[k].end > pos
+
+    def committed(self, low: str) -> Mentions:
+        """The mentions that are neither negated nor hypothetical."""
+        masked = list(low)
+        for m in self.items:  # an option's own words never negate what follows ("Cannot be")
+            masked[m.start : m.end] = "x" * (m.end - m.start)
+        masked_low = "".join(masked)
+        flags = _committed_flags(masked_low, self.items)
+        kept = [m for m, ok in zip(self.items, flags, strict=True) if ok]
+        return Mentions(_drop_verb_collisions(kept, masked_low))
+

@@ -1,0 +1,113 @@
+"""Atomic files and folders: readers see the old or the new version, never a half-written one.
+
+A folder is written as a temporary sibling and swapped in with two renames; a file is
+written beside its target and moved over it. What a killed writer leaves behind (the
+temporaries, or a `.NAME.old` between the two renames) is recovered or removed here too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+TMP_TAG = "tmp-"  # marks the temporary siblings atomic_dir creates, so they can be cleaned up
+
+
+@contextlib.contextmanager
+def atomic_dir(target: str | Path) -> Iterator[Path]:
+    """Yield a temporary sibling directory that replaces `target` only if the block succeeds."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.{TMP_TAG}", dir=target.parent))
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = target.with_name(f".{target.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if target.exists():
+        os.replace(target, old)
+    os.replace(tmp, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Replace a text file in one step: readers see the old or the new content, never a mix."""
+    path = Path(path)
+    # A unique sibling (same file system, so os.replace is atomic); os.open honours the
+    # umask, unlike mkstemp's private 0600 files.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def json_text(data: Any) -> str:
+    """The JSON text every checkpoint file is written as: indented, keys sorted, newline-ended."""
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def atomic_write_json(path: str | Path, data: Any) -> None:
+    """Replace a JSON file atomically (serialised first, so a bad value leaves it untouched)."""
+    atomic_write_text(path, json_text(data))
+
+
+def recover_interrupted(target: str | Path) -> None:
+    """Restore a checkpoint left as `.NAME.old` by a crash between the two renames."""
+    target = Path(target)
+    old = target.with_name(f".{target.name}.old")
+    if not target.exists() and old.exists():
+        os.replace(old, target)
+
+
+def _remove(entry: Path) -> None:
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry, ignore_errors=True)
+    else:
+        entry.unlink(missing_ok=True)
+
+
+def clean_temporary_files(folder: str | Path) -> list[Path]:
+    """Remove hidden `.NAME...tmp` files that a killed atomic file write left in `folder`."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    stale = [p for p in folder.iterdir() if re.fullmatch(r"\..+\.tmp", p.name) and p.is_file()]
+    for entry in stale:
+        _remove(entry)
+    return stale
+
+
+def clean_interrupted(target: str | Path) -> list[Path]:
+    """Recover `target`, then remove temporaries that a killed writer left beside and inside it.
+
+    Beside it: atomic_dir's `.NAME.tmp-XXXXXXXX` folders (`.NAME.XXXXXXXX` before the tag)
+    and a stale `.NAME.old`; inside it: hidden `.FILE...tmp` files. Call it only when no
+    other process writes `target`. Returns what was removed.
+    """
+    target = Path(target)
+    recover_interrupted(target)
+    stem = re.escape(target.name)
+    pattern = rf"\.{stem}\.(({TMP_TAG})?[a-z0-9_]{{8}}|old)"
+    beside = []
+    if target.parent.is_dir():
+        beside = [p for p in target.parent.iterdir() if re.fullmatch(pattern, p.name)]
+    for entry in beside:
+        _remove(entry)
+    return beside + clean_temporary_files(target)

@@ -1,0 +1,65 @@
+"""What a checkpoint directory holds once read, and the errors that name a broken file.
+
+Both layouts (native and published) are read into one `CheckpointContents`, so building a
+model from either is the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from orca_judge.config import OrcaConfig
+
+
+class CheckpointError(ValueError):
+    """A checkpoint directory is incomplete or inconsistent; the message names the file."""
+
+
+class BackboneMismatchError(CheckpointError):
+    """The backbone weights differ from those the checkpoint was trained on."""
+
+
+@dataclass
+class CheckpointContents:
+    """Everything read from a checkpoint directory, before any model is built."""
+
+    config: OrcaConfig
+    head: dict[str, torch.Tensor]
+    adapter_dir: Path | None
+    tokenizer_dir: Path
+    backbone_fingerprint: str | None
+    pooling: str | None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    layout: str = "native"
+    root: Path | None = None
+    recorded_backbones: dict[str, str] = field(default_factory=dict)  # record -> backbone id
+    input_settings: str = "the checkpoint's config"  # where the input flags were read from
+
+
+def require(path: Path, what: str) -> Path:
+    """`path` itself, or CheckpointError naming it and what it should have held."""
+    if not path.exists():
+        raise CheckpointError(f"{path}: missing {what}")
+    return path
+
+
+def read_tensors(path: Path, what: str) -> dict[str, torch.Tensor]:
+    """Tensors from a safetensors or torch file; CheckpointError naming it when unreadable."""
+    from safetensors.torch import load_file
+
+    require(path, what)
+    try:
+        if path.suffix == ".safetensors":
+            return load_file(path)
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # truncated or corrupt files raise many different types
+        reason = " ".join(str(err).split()) or type(err).__name__
+        raise CheckpointError(f"{path}: unreadable {what} ({reason})") from None
+    if not isinstance(state, Mapping):
+        raise CheckpointError(f"{path}: {what} is not a mapping of tensors")
+    return dict(state)

@@ -1,0 +1,223 @@
+"""The native checkpoint layout: writing it whole, updating its config and metrics, reading it.
+
+Layout (written by `write_checkpoint`, one atomic directory swap)::
+
+    orca_judge.json          format, OrcaConfig, backbone id + weight fingerprint, pooling
+    head.safetensors         linear head (weight, bias)
+    adapter/                 PEFT LoRA adapter (absent when lora_r = 0)
+    tokenizer/               tokenizer files
+    metrics.json             training / dev metrics (optional)
+    README.md                model card with data attribution
+
+The later in-place updates (`update_config`, `update_metrics`) are each an atomic file replace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from orca_judge.checkpoint.atomic import atomic_dir, atomic_write_json, atomic_write_text, json_text
+from orca_judge.checkpoint.contents import CheckpointContents, CheckpointError, read_tensors, require
+from orca_judge.config import OrcaConfig
+from orca_judge.model import OrcaModel
+
+FORMAT = "orca-judge/1"
+CONFIG_FILE = "orca_judge.json"
+HEAD_FILE = "head.safetensors"
+ADAPTER_DIR = "adapter"
+TOKENIZER_DIR = "tokenizer"
+METRICS_FILE = "metrics.json"
+CARD_FILE = "README.md"
+
+MODEL_CARD = """---
+license: cc-by-4.0
+tags: [orca, judge, audio-question-answering]
+---
+# ORCA judge ({likelihood})
+
+Predicts the distribution of human 1-5 correctness ratings for an answer to an open-ended
+question, given the question, the reference answer, a rationale and the candidate answer.
+
+- Backbone: `{backbone}` (weight fingerprint `{fingerprint}`).
+- LoRA r={lora_r}; {pooling}-token pooling.
+- Likelihood: {likelihood}; input template: {template}; clamp threshold: {clamp_threshold}.
+- Load: `OrcaJudge.from_pretrained("<this directory>")`
+  or `orca-score --checkpoint <this directory>`.
+
+## Data attribution
+Trained on human ratings from the ORCA audio-QA annotations (`BUT-FIT/orca-audio-qa-annotations`),
+Speech@FIT, Brno University of Technology, licensed CC-BY-4.0. Questions come from the MMAU and
+MMAR benchmarks; candidate answers were produced by audio language models.
+
+## Metrics
+{metrics}
+"""
+
+
+def write_checkpoint(
+    target: str | Path,
+    *,
+    config: OrcaConfig,
+    head: dict[str, torch.Tensor],
+    adapter_config: Any | None,
+    adapter_state: dict[str, torch.Tensor] | None,
+    tokenizer: Any,
+    backbone_fingerprint: str,
+    pooling: str,
+    metrics: dict[str, Any] | None = None,
+) -> Path:
+    """Write a native checkpoint directory atomically."""
+    from safetensors.torch import save_file
+
+    with atomic_dir(target) as tmp:
+        meta = {
+            "format": FORMAT,
+            "config": config.to_dict(),
+            "pooling": pooling,
+            "backbone": {"id": config.backbone, "fingerprint": backbone_fingerprint},
+        }
+        (tmp / CONFIG_FILE).write_text(json_text(meta))
+        save_file({k: v.detach().cpu().contiguous() for k, v in head.items()}, tmp / HEAD_FILE)
+        if adapter_config is not None:
+            (tmp / ADAPTER_DIR).mkdir()
+            adapter_config.save_pretrained(tmp / ADAPTER_DIR)
+            save_file(
+                {k: v.detach().cpu().contiguous() for k, v in adapter_state.items()},
+                tmp / ADAPTER_DIR / "adapter_model.safetensors",
+            )
+        tokenizer.save_pretrained(tmp / TOKENIZER_DIR)
+        metrics = metrics or {}
+        (tmp / METRICS_FILE).write_text(json_text(metrics))
+        (tmp / CARD_FILE).write_text(model_card(config, backbone_fingerprint, pooling, metrics))
+    return Path(target)
+
+
+def model_card(
+    config: OrcaConfig, backbone_fingerprint: str, pooling: str, metrics: Mapping[str, Any]
+) -> str:
+    """The README.md of a native checkpoint: what it is, how to load it, data attribution."""
+    shown = {k: v for k, v in metrics.items() if isinstance(v, (int, float, str))}
+    return MODEL_CARD.format(
+        fingerprint=backbone_fingerprint,
+        pooling=pooling,
+        metrics="\n".join(f"- {k}: {v}" for k, v in sorted(shown.items())) or "- none recorded",
+        **{
+            k: getattr(config, k)
+            for k in ("likelihood", "backbone", "lora_r", "template", "clamp_threshold")
+        },
+    )
+
+
+def peft_adapter(backbone: nn.Module) -> tuple[Any, dict[str, torch.Tensor]] | None:
+    """(LoRA config, adapter weights) of an unmerged PEFT backbone; None for a plain one."""
+    from peft import PeftModel, get_peft_model_state_dict
+
+    if not isinstance(backbone, PeftModel):
+        return None
+    return backbone.peft_config["default"], get_peft_model_state_dict(backbone)
+
+
+def save_model(
+    target: str | Path,
+    model: OrcaModel,
+    tokenizer: Any,
+    *,
+    config: OrcaConfig,
+    backbone_fingerprint: str,
+    metrics: dict[str, Any] | None = None,
+    adapter: tuple[Any, dict[str, torch.Tensor]] | None = None,
+) -> Path:
+    """Write an OrcaModel as a native checkpoint; `adapter` is needed once LoRA was merged."""
+    lora, state = adapter or peft_adapter(model.backbone) or (None, None)
+    return write_checkpoint(
+        target,
+        config=config,
+        head=model.head_state(),
+        adapter_config=lora,
+        adapter_state=state,
+        tokenizer=tokenizer,
+        backbone_fingerprint=backbone_fingerprint,
+        pooling=model.pooling,
+        metrics=metrics,
+    )
+
+
+def _native_meta(root: Path) -> dict[str, Any]:
+    if not (root / CONFIG_FILE).exists():
+        raise CheckpointError(f"{root}: missing {CONFIG_FILE} (only native checkpoints update)")
+    try:
+        return json.loads((root / CONFIG_FILE).read_text())
+    except json.JSONDecodeError as err:
+        raise CheckpointError(f"{root / CONFIG_FILE}: unreadable ({err})") from None
+
+
+def update_config(target: str | Path, **changes: Any) -> OrcaConfig:
+    """Change OrcaConfig fields stored in a native checkpoint atomically; returns the new config."""
+    root = Path(target)
+    meta = _native_meta(root)
+    config = OrcaConfig.from_dict(meta["config"]).replace(**changes)
+    meta["config"] = config.to_dict()
+    atomic_write_json(root / CONFIG_FILE, meta)
+    metrics_path = root / METRICS_FILE
+    _refresh_card(root, meta, json.loads(metrics_path.read_text()) if metrics_path.exists() else {})
+    return config
+
+
+def update_metrics(
+    target: str | Path, entries: Mapping[str, Any], *, replace: bool = False
+) -> dict[str, Any]:
+    """Merge `entries` into a checkpoint's metrics.json (replace=True: overwrite it), atomically."""
+    root = Path(target)
+    meta = _native_meta(root)
+    path = root / METRICS_FILE
+    current = json.loads(path.read_text()) if path.exists() and not replace else {}
+    metrics = {**current, **entries}
+    atomic_write_json(path, metrics)
+    _refresh_card(root, meta, metrics)
+    return metrics
+
+
+def _refresh_card(root: Path, meta: dict[str, Any], metrics: Mapping[str, Any]) -> None:
+    # The model card quotes the config and metrics, so it follows every update of them.
+    config = OrcaConfig.from_dict(meta["config"])
+    fingerprint = meta.get("backbone", {}).get("fingerprint")
+    card = model_card(config, fingerprint, meta.get("pooling"), metrics)
+    atomic_write_text(root / CARD_FILE, card)
+
+
+def read_native(root: Path, backbone: str | None) -> CheckpointContents:
+    """Read a native checkpoint directory; `backbone` replaces the recorded backbone id."""
+    try:
+        meta = json.loads((root / CONFIG_FILE).read_text())
+        config = OrcaConfig.from_dict(meta["config"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+        raise CheckpointError(f"{root / CONFIG_FILE}: unreadable ({err})") from None
+    if meta.get("format") != FORMAT:
+        raise CheckpointError(
+            f"{root / CONFIG_FILE}: format {meta.get('format')!r}, expected {FORMAT!r}"
+        )
+    head = read_tensors(root / HEAD_FILE, "head weights")
+    adapter = root / ADAPTER_DIR
+    if config.lora_r > 0:
+        require(adapter / "adapter_config.json", "LoRA adapter config")
+        require(adapter / "adapter_model.safetensors", "LoRA adapter weights")
+    metrics_path = root / METRICS_FILE
+    metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
+    if backbone:
+        config = config.replace(backbone=backbone)
+    return CheckpointContents(
+        config=config,
+        head=head,
+        adapter_dir=adapter if config.lora_r > 0 else None,
+        tokenizer_dir=require(root / TOKENIZER_DIR, "tokenizer directory"),
+        backbone_fingerprint=meta.get("backbone", {}).get("fingerprint"),
+        pooling=meta.get("pooling"),
+        metrics=metrics,
+        root=root,
+    )
