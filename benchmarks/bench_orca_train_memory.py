@@ -26,7 +26,7 @@ from orca_judge.config import OrcaConfig
 from orca_judge.data import load_items
 from orca_judge.judge import encode_item, pad_token_id
 from orca_judge.model import collate
-from orca_judge.training.loop import build_model, enable_gradient_checkpointing
+from orca_judge.training.model_init import build_model, enable_gradient_checkpointing
 
 cfg = OrcaConfig(backbone={backbone!r}, lora_r={lora_r}, batch_size={batch_size},
                  gradient_checkpointing={checkpointing})

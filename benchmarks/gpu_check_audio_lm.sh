@@ -65,7 +65,7 @@ EOF
 
 if [[ -z $PRETRAINED ]]; then
     echo "== building the tiny model in $WORK/tiny"
-    "$PY" -m aqua_tasks.testing.tiny_audio_lm "$WORK/tiny" $TINY_ARGS >/dev/null
+    "$PY" -m aqua_tasks.cli.tiny_audio_lm "$WORK/tiny" $TINY_ARGS >/dev/null
     PRETRAINED=$WORK/tiny
 fi
 
@@ -78,7 +78,8 @@ import numpy as np
 import torch
 from lm_eval.api.instance import Instance
 
-from aqua_tasks.models.hf_audio_lm import AudioLM, peak_memory_mb
+from aqua_tasks.models.hf_audio_lm import AudioLM
+from aqua_tasks.models.hf_audio_lm_record import peak_memory_mb
 
 pretrained, device, dtype = sys.argv[1:4]
 batch, items, max_new = (int(x) for x in sys.argv[4:7])

@@ -22,7 +22,7 @@ _EXPORTS = {
     "Calibration": "orca_judge.calibration",
     "load_calibration": "orca_judge.calibration",
     "train": "orca_judge.training.loop",
-    "train_curriculum": "orca_judge.training.loop",
+    "train_curriculum": "orca_judge.training.curriculum",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -3,7 +3,7 @@
 Inputs are `orca-score --output` predictions joined with rated items (`load_calibration`), or
 any predictions in the items' order (`calibration_of`; the per-item files of a `metric: orca`
 run are read by `aqua_tasks.runs.judge_calibrations`). Drawing the picture is aqua-report's
-(`aqua_tasks.reports.report.plot_calibration`), which owns the optional matplotlib.
+(`aqua_tasks.reports.charts.plot_calibration`), which owns the optional matplotlib.
 """
 
 from __future__ import annotations

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
+from shared_cache import run_folder_for, shared_artefact
 
 # Nothing in the tests may reach the Hugging Face Hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -42,6 +44,20 @@ def real_clip_for(audio_filename: str) -> Path | None:
 STAND_IN_RATES = (16000, 22050, 32000, 44100)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # The controller picks the run's xdist id itself, so that it knows which shared folder
+    # (tests/shared_cache.py) to remove at the end.
+    if not hasattr(config, "workerinput") and config.option.testrunuid is None:
+        config.option.testrunuid = uuid.uuid4().hex
+
+
+@pytest.hookimpl(trylast=True)  # after xdist has stopped the workers
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if not hasattr(config, "workerinput"):
+        shutil.rmtree(run_folder_for(config.option.testrunuid), ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def released_dir() -> Path:
     if not RELEASED_DIR.is_dir():
@@ -55,16 +71,19 @@ def demo_audio_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def released_audio_root(tmp_path_factory, released_dir) -> Path:
-    """Audio for every clip of the three main tracks at its resolved path.
+def released_audio_root(released_dir) -> Path:
+    """Audio for every clip of the three main tracks at its resolved path (shared, read-only).
 
     The three clips the authors published are the real files; the others are short
     synthesized tones at varied sample rates, standing in for ESC-50/VocalSound/music.
     """
+    return shared_artefact("audio", lambda root: _write_released_audio(root, released_dir))
+
+
+def _write_released_audio(root: Path, released_dir: Path) -> None:
     from aqua_tasks.audio.clips import canonical_relpath
     from aqua_tasks.core.data import TRACKS, load_items
 
-    root = tmp_path_factory.mktemp("audio")
     rng = np.random.default_rng(0)
     n = 0
     for track in TRACKS:
@@ -82,4 +101,33 @@ def released_audio_root(tmp_path_factory, released_dir) -> Path:
             t = np.arange(int(0.1 * rate)) / rate
             wave = 0.2 * np.sin(2 * np.pi * rng.uniform(100, 2000) * t)
             sf.write(path, wave.astype(np.float32), rate)
-    return root
+
+
+@pytest.fixture(scope="module")
+def builtin_index_parsed_once():
+    """Parse lm-eval's ~14k built-in task YAMLs once for a module's in-process lm-eval runs.
+
+    Re-parsing them is ~85 % of each run's time here and none of them is ever loaded by these
+    runs; our own task folder is still indexed afresh on every run.
+    """
+    import lm_eval.tasks
+    from lm_eval.tasks._index import TaskIndex
+
+    original = TaskIndex.build
+    builtin = Path(lm_eval.tasks.__file__).parent
+    cache: dict[Path, dict] = {}
+
+    def build(paths, *, resolve_includes=True):
+        index: dict = {}
+        for root in map(Path, paths):
+            if root != builtin:
+                index.update(original([root], resolve_includes=resolve_includes))
+                continue
+            if root not in cache:
+                cache[root] = original([root], resolve_includes=resolve_includes)
+            index.update(cache[root])
+        return index
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(TaskIndex, "build", staticmethod(build))
+        yield

@@ -1,21 +1,15 @@
-"""Tiny offline backbones and rated items for the ORCA judge tests (built once per session)."""
+"""Tiny offline backbones and rated items for the ORCA judge tests (built once per test run)."""
 
 from __future__ import annotations
 
-import atexit
-import functools
 import json
 import os
 import random
-import shutil
-import tempfile
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from shared_cache import shared_artefact
 
-# One scratch folder per test session for the cached models, removed when the session ends.
-SCRATCH = Path(tempfile.mkdtemp(prefix="orca-fixtures-"))
-atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 QUALITY_WORDS = {1: "wrong", 2: "poor", 3: "fair", 4: "good", 5: "excellent"}
 SENTENCES = [
@@ -29,9 +23,12 @@ SENTENCES = [
 ] + [f"the answer is {w} {w} {w}" for w in QUALITY_WORDS.values()]
 
 
-@functools.cache
 def tiny_tokenizer_dir() -> Path:
     """A byte-level BPE tokenizer trained on a few sentences, saved as a HF tokenizer."""
+    return shared_artefact("orca-tok", _save_tiny_tokenizer)
+
+
+def _save_tiny_tokenizer(out: Path) -> None:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -47,14 +44,15 @@ def tiny_tokenizer_dir() -> Path:
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>"
     )
-    out = Path(tempfile.mkdtemp(prefix="orca-tok-", dir=SCRATCH))
     fast.save_pretrained(out)
-    return out
 
 
-@functools.cache
 def tiny_llama_dir() -> Path:
     """A 2-layer Llama causal LM (random weights) with the tiny tokenizer, saved to disk."""
+    return shared_artefact("orca-llama", _save_tiny_llama)
+
+
+def _save_tiny_llama(out: Path) -> None:
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
@@ -73,15 +71,16 @@ def tiny_llama_dir() -> Path:
         eos_token_id=tok.eos_token_id,
     )
     model = LlamaForCausalLM(config)
-    out = Path(tempfile.mkdtemp(prefix="orca-llama-", dir=SCRATCH))
     model.save_pretrained(out)
     tok.save_pretrained(out)
-    return out
 
 
-@functools.cache
 def tiny_bert_dir() -> Path:
     """A 2-layer BERT encoder (random weights) with the tiny tokenizer."""
+    return shared_artefact("orca-bert", _save_tiny_bert)
+
+
+def _save_tiny_bert(out: Path) -> None:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
@@ -97,10 +96,8 @@ def tiny_bert_dir() -> Path:
         max_position_embeddings=512,
         pad_token_id=tok.pad_token_id,
     )
-    out = Path(tempfile.mkdtemp(prefix="orca-bert-", dir=SCRATCH))
     BertModel(config).save_pretrained(out)
     tok.save_pretrained(out)
-    return out
 
 
 # The projections the reference trainer adapts (on every module with these names, so on
@@ -116,13 +113,17 @@ REFERENCE_LORA_TARGETS = [
 ]
 
 
-@functools.cache
 def tiny_gemma3_dir(multimodal: bool) -> Path:
     """A 2-layer Gemma-3 (random weights; a tiny SigLIP tower when multimodal), saved to disk.
 
     One sliding-window layer (window 8) and one full layer; 1024 positions, more than the
     judge's old fixed limit of 512 tokens.
     """
+    kind = "mm" if multimodal else "text"
+    return shared_artefact(f"orca-gemma3-{kind}", lambda out: _save_tiny_gemma3(out, multimodal))
+
+
+def _save_tiny_gemma3(out: Path, multimodal: bool) -> None:
     import torch
     from transformers import (
         AutoTokenizer,
@@ -165,11 +166,8 @@ def tiny_gemma3_dir(multimodal: bool) -> Path:
         model = Gemma3ForConditionalGeneration(config)
     else:
         model = Gemma3ForCausalLM(text)
-    kind = "mm" if multimodal else "text"
-    out = Path(tempfile.mkdtemp(prefix=f"orca-gemma3-{kind}-", dir=SCRATCH))
     model.save_pretrained(out)
     tok.save_pretrained(out)
-    return out
 
 
 def write_reference_checkpoint(
@@ -282,18 +280,19 @@ def tiny_config(**overrides):
     return OrcaConfig(**{**knobs, **overrides})
 
 
-@functools.cache
 def tiny_trained_checkpoint() -> Path:
     """A multinomial judge trained for a few steps on the synthetic task."""
+    return shared_artefact("orca-ckpt", _train_tiny_judge) / "judge"
+
+
+def _train_tiny_judge(out: Path) -> None:
     from orca_judge.data import load_items
     from orca_judge.training.loop import train
 
-    out = Path(tempfile.mkdtemp(prefix="orca-ckpt-", dir=SCRATCH)) / "judge"
     train(
         tiny_config(),
         load_items(synthetic_items(64, 1, "tr")),
         load_items(synthetic_items(24, 2, "dv")),
-        out,
+        out / "judge",
         progress=False,
     )
-    return out

@@ -19,7 +19,7 @@ TASKS = ("aqua_animal", "aqua-cot_vocal")
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("tiny") / "qwen2-audio"
-    run_cli(sys.executable, "-m", "aqua_tasks.testing.tiny_audio_lm", out)
+    run_cli(sys.executable, "-m", "aqua_tasks.cli.tiny_audio_lm", out)
     return out
 
 

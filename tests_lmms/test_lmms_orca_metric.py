@@ -174,7 +174,7 @@ def test_the_switch_turns_the_hook_off_for_lmms_eval_too():
     assert watching == [True, False]
 
 
-def test_an_untested_lmms_eval_version_is_a_no_op_with_one_warning(monkeypatch, caplog):
+def test_an_unsupported_lmms_eval_version_is_a_no_op_with_one_warning(monkeypatch, caplog):
     from aqua_tasks.lmms_eval import plugin as lmms_eval_plugin
     from orca_judge.lmms_eval import compat
 
@@ -189,4 +189,7 @@ def test_an_untested_lmms_eval_version_is_a_no_op_with_one_warning(monkeypatch, 
     assert called == [] and not hook.pending
     messages = [r.getMessage() for r in caplog.records]
     (warning,) = [m for m in messages if "start-up hook is off" in m]
-    assert "lmms-eval 0.7.99 is not a version this package is tested with (0.7.3)" in warning
+    assert (
+        "lmms-eval 0.7.99 is not a version this package supports (==0.7.3, tested with 0.7.3)"
+        in warning
+    )

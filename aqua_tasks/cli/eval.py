@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from aqua_tasks.lm_eval.compat import harness_cli, lm_eval_problem
 from aqua_tasks.lm_eval.registration import register_all, task_config_dir
 from aqua_tasks.lm_eval.run import check_run_settings, command_line_run, report, user_errors
 from eval_common.cli import fail
@@ -24,9 +25,11 @@ def model_names() -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run lm-eval's command line with our task folder on the include path."""
-    from lm_eval._cli import HarnessCLI
     from lm_eval.utils import setup_logging
 
+    problem = lm_eval_problem()
+    if problem:
+        return fail(PROG, problem)
     # Also done by the start-up hook when lm-eval imports; idempotent, and needed when the
     # hook is switched off.
     register_all()
@@ -36,12 +39,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.argv = [PROG, *(sys.argv[1:] if argv is None else argv)]
     try:
         with command_line_run() as record:
-            parser = HarnessCLI()
-            parser._parser.prog = PROG
-            parser._parser.description = (
+            parser = harness_cli(
+                PROG,
                 "lm-eval's command line with the AQUA-Bench tasks (aqua, aqua_*, aqua-*), the "
                 f"metric `orca` and the models {', '.join(model_names())} available. "
-                "Flags are lm-eval's."
+                "Flags are lm-eval's.",
             )
             args = parser.parse_args()
             check_run_settings(args)

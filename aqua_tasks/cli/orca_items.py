@@ -13,7 +13,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from aqua_tasks.runs.orca_items import (
+from aqua_tasks.runs import (
     NOT_LOADED,
     is_lmms_samples,
     items_from_samples,

@@ -9,20 +9,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aqua_tasks.core.data import AquaDataError
-from aqua_tasks.gate.compare import (
+from aqua_tasks.gate.comparability import ComparedRun, load_compared_run, why_not_comparable
+from aqua_tasks.gate.paired import MIN_CA_CLIPS, MIN_JUDGE_UNITS, MetricComparison, judge
+from aqua_tasks.gate.summary import (
     EXIT_NOT_COMPARABLE,
     EXIT_OK,
     EXIT_REGRESSION,
-    ComparedRun,
     compare_runs,
     comparison_record,
     headline,
-    load_run,
     markdown_summary,
-    why_not_comparable,
 )
-from aqua_tasks.gate.paired import MIN_CA_CLIPS, MIN_JUDGE_UNITS, MetricComparison, judge
-from aqua_tasks.runs.reader import rescoring_notices
+from aqua_tasks.runs import rescoring_notices
 from eval_common.cli import add_json_flag, add_progress_flag, add_seed_flag, fail
 from eval_common.jsonio import json_safe
 
@@ -36,7 +34,7 @@ __all__ = [
     "build_parser",
     "compare_runs",
     "headline",
-    "load_run",
+    "load_compared_run",
     "main",
     "markdown_summary",
     "why_not_comparable",
@@ -122,8 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.max_drop < 0 or not 0 < args.alpha < 1 or args.n_boot < 1:
         return fail(PROG, "need --max-drop >= 0, 0 < --alpha < 1 and --n-boot >= 1")
     try:
-        base = load_run(args.baseline, args.baseline_data_dir or args.data_dir)
-        cand = load_run(args.candidate, args.candidate_data_dir or args.data_dir)
+        base = load_compared_run(args.baseline, args.baseline_data_dir or args.data_dir)
+        cand = load_compared_run(args.candidate, args.candidate_data_dir or args.data_dir)
     except (AquaDataError, OSError, ValueError) as error:
         return fail(PROG, str(error))
     for notice in rescoring_notices([*base.replies, *cand.replies]):

@@ -10,16 +10,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from aqua_tasks.core.extract import EXTRACTOR_NAMES
-from aqua_tasks.reports.report import (
-    VECTOR_FORMATS,
-    PlottingUnavailable,
-    RunReadError,
-    build_table,
-    load_run,
-    plot_calibration,
-    to_markdown,
-    write_report,
-)
+from aqua_tasks.reports.charts import VECTOR_FORMATS, PlottingUnavailable, plot_calibration
+from aqua_tasks.reports.folder import write_report
+from aqua_tasks.reports.run_metrics import RunReadError, load_run_metrics
+from aqua_tasks.reports.tables import build_table, to_markdown
 from eval_common.cli import add_json_flag, add_seed_flag, fail
 from eval_common.jsonio import json_safe
 
@@ -128,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs, labels = [], []
             for extractor in args.extractor or [None]:
                 for k, run in enumerate(args.runs):
-                    metrics = load_run(
+                    metrics = load_run_metrics(
                         run,
                         extractor=extractor,
                         n_boot=args.n_boot,

@@ -13,10 +13,16 @@ from aqua_tasks.core.extract import EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
 from aqua_tasks.core.intervals import metric_intervals
 from aqua_tasks.core.pooling import all_tracks_rows, pool_condition, pool_outcomes
 from aqua_tasks.core.scoring import format_table, metric_value, summarize
-from aqua_tasks.runs.lmms_eval_logs import HARNESS_LMMS_EVAL
-from aqua_tasks.runs.reader import iter_tasks, read_run, require_aqua_items, rescoring_notices
-from aqua_tasks.runs.reader import score_items as score_replies
-from aqua_tasks.runs.scores import breakdown, condition_map
+from aqua_tasks.runs import (
+    HARNESS_LMMS_EVAL,
+    breakdown,
+    condition_map,
+    iter_tasks,
+    read_run,
+    require_aqua_items,
+    rescoring_notices,
+)
+from aqua_tasks.runs import score_items as score_replies
 from eval_common.cli import add_json_flag, add_progress_flag, add_seed_flag, fail, progress
 from eval_common.jsonio import json_safe, write_jsonl
 

@@ -13,7 +13,7 @@ import soundfile as sf
 
 from aqua_tasks.audio.clips import canonical_relpath
 from aqua_tasks.core.data import REJECTION_STRINGS, TRACK_FILE_STEMS, TRACKS
-from aqua_tasks.reports.table import aqua_rows
+from aqua_tasks.reports.run_metrics import aqua_rows
 
 DEMO_CLASSES: dict[str, tuple[str, ...]] = {
     "animal": ("Dog", "Rooster", "Cow", "Frog", "Cat", "Sheep"),

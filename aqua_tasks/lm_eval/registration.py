@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 from importlib.resources import files
 from pathlib import Path
@@ -55,46 +54,23 @@ def _same_folder(path: Any, folder: Path) -> bool:
         return False
 
 
-# Attribute of our TaskManager.__init__ wrapper.
-_INDEXES_AQUA = "_indexes_aqua_tasks"
-
-
-def index_task_folder(task_manager_cls: type) -> None:
-    """Make every lm-eval TaskManager index the AQUA task folder too; idempotent."""
-    init = task_manager_cls.__init__
-    if getattr(init, _INDEXES_AQUA, False):
-        return
-
-    @functools.wraps(init)
-    def __init__(
-        self: Any,
-        verbosity: str | None = None,
-        include_path: Any = None,
-        include_defaults: bool = True,
-        metadata: dict | None = None,
-    ) -> None:
-        init(
-            self,
-            verbosity,
-            with_task_folder(include_path, include_defaults),
-            include_defaults,
-            metadata,
-        )
-
-    setattr(__init__, _INDEXES_AQUA, True)
-    task_manager_cls.__init__ = __init__
-
-
 def register_all() -> None:
-    """Register the AQUA and ORCA models and metric `orca`; safe to call any number of times."""
+    """Register the AQUA and ORCA models and metric `orca`; safe to call any number of times.
+
+    Raises RuntimeError on an lm-eval version outside the supported range (see `compat`).
+    """
     from lm_eval.api.registry import model_registry, register_model
 
+    from aqua_tasks.lm_eval.compat import lm_eval_problem
     from aqua_tasks.lm_eval.task import fix_results
     from aqua_tasks.models.baselines import MODELS
     from orca_judge.lm_eval.compat import fill_registries, patch_evaluate, patch_make_table
     from orca_judge.lm_eval.human import OrcaReplayLM
     from orca_judge.lm_eval.wiring import install
 
+    problem = lm_eval_problem()
+    if problem:
+        raise RuntimeError(problem)
     # lm-eval fills its model registry lazily only while it is empty: import its own models
     # first, or registering ours would hide `hf`, `vllm`, `dummy`, ...
     fill_registries()

@@ -12,7 +12,6 @@ the wrapped command sees the open run and adds nothing twice.
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,9 +23,6 @@ from eval_common.cli import fail
 
 # Modules that need scipy, regex or torch are imported when used: `lm_eval ls tasks` and
 # `lm_eval --help` import lm-eval's run command too, and must stay quick.
-
-# Attribute of our wrapper of lm-eval's `run` command.
-_EXTENDED = "_aqua_extended"
 
 
 @dataclass
@@ -47,9 +43,9 @@ def command_line_run() -> Iterator[CliRun]:
     if active is not None:
         yield active
         return
-    import lm_eval
     from lm_eval import evaluator
 
+    from aqua_tasks.lm_eval.compat import returning_simple_evaluate
     from orca_judge.lm_eval.compat import tracker_output_folder
     from orca_judge.metric.judge_pass import JudgeSession, session_scope
 
@@ -65,14 +61,12 @@ def command_line_run() -> Iterator[CliRun]:
             record.results.append(results)
         return results
 
-    # lm-eval's CLI fetches `lm_eval.simple_evaluate` at run time and never returns the
-    # results; an attribute of the package shadows its lazy module __getattr__.
+    # lm-eval's CLI never returns the results: it calls this instead, which keeps them.
     token = _ACTIVE.set(record)
-    lm_eval.simple_evaluate = evaluate_and_keep
     try:
-        yield record
+        with returning_simple_evaluate(evaluate_and_keep):
+            yield record
     finally:
-        del lm_eval.simple_evaluate
         _ACTIVE.reset(token)
 
 
@@ -80,10 +74,11 @@ def user_errors() -> tuple[type[Exception], ...]:
     """Errors in the user's settings or data: reported in one line, not with a traceback."""
     from aqua_tasks.audio.clips import AudioFileError
     from aqua_tasks.core.data import AquaDataError
+    from aqua_tasks.lm_eval.results import UncollectedOutcomesError
     from aqua_tasks.models.api.client import EndpointError
     from orca_judge.metric.settings import OrcaMetricError
 
-    return (OrcaMetricError, AquaDataError, AudioFileError, EndpointError)
+    return (OrcaMetricError, AquaDataError, AudioFileError, EndpointError, UncollectedOutcomesError)
 
 
 def check_run_settings(args: Any) -> None:
@@ -98,7 +93,7 @@ def check_run_settings(args: Any) -> None:
 
 def report(record: CliRun, prog: str) -> int:
     """Print the paper-layout table of each AQUA evaluation and the judge failures; exit status."""
-    from aqua_tasks.reports.table import paper_table
+    from aqua_tasks.reports.tables import paper_table
 
     for results in record.results:
         table = paper_table(results)
@@ -111,12 +106,9 @@ def report(record: CliRun, prog: str) -> int:
 
 def extend_run_command(run_cls: type, prog: str = "lm_eval") -> None:
     """Wrap lm-eval's `run` command with what this module adds; idempotent."""
-    execute: Callable[[Any], None] = run_cls._execute
-    if getattr(execute, _EXTENDED, False):
-        return
+    from aqua_tasks.lm_eval.compat import patch_run_command
 
-    @functools.wraps(execute)
-    def _execute(args: Any) -> None:
+    def around(execute: Callable[[Any], None], args: Any) -> None:
         if _ACTIVE.get() is not None:  # aqua-eval: it checks, collects and reports itself
             execute(args)
             return
@@ -132,5 +124,4 @@ def extend_run_command(run_cls: type, prog: str = "lm_eval") -> None:
         if status:
             sys.exit(status)
 
-    setattr(_execute, _EXTENDED, True)
-    run_cls._execute = staticmethod(_execute)
+    patch_run_command(run_cls, around)

@@ -25,7 +25,7 @@ from aqua_tasks.core.scoring import (
     score_reply,
     summarize,
 )
-from aqua_tasks.lm_eval.results import STDERR_BOOT, fix_aqua_results
+from aqua_tasks.lm_eval.results import STDERR_BOOT, UncollectedOutcomesError, fix_aqua_results
 from eval_common.cli import parse_bool
 
 logger = logging.getLogger(__name__)
@@ -197,31 +197,35 @@ def task_summary(outcomes: tuple[ItemOutcome, ...]) -> Mapping[str, float]:
     return MappingProxyType(summarize(outcomes))
 
 
-# Attribute of a task aggregated in this evaluation: its per-item outcomes per filter, read
-# by `fix_results` to pool tracks and compute standard errors.
-OUTCOMES_ATTR = "_aqua_outcomes"
-
-
-def _record(outcomes: tuple[ItemOutcome, ...]) -> None:
-    # The values reach the aggregation after lm-eval gathered them from every rank, so this
-    # is each task's complete set, also in data-parallel runs. (Imported here: the orca
-    # package loads torch, which building AQUA tasks does not need.)
-    from orca_judge.lm_eval.compat import aggregating_task
-
-    task, filter_key = aggregating_task()
-    if task is not None:
-        vars(task).setdefault(OUTCOMES_ATTR, {})[filter_key] = outcomes
-
-
 def fix_results(task_dict: Mapping, results: dict, bootstrap_iters: int) -> dict:
-    """evaluate()'s last step: pooled all-tracks rows, stderrs, counts (`fix_aqua_results`)."""
-    from orca_judge.lm_eval.compat import built_tasks
+    """evaluate()'s last step: pooled all-tracks rows, stderrs, counts (`fix_aqua_results`).
 
+    Every task aggregated with AQUA's aggregations must have its per-item values collected
+    by `orca_judge.lm_eval.compat` (after lm-eval gathered them from every rank); one that has
+    none stops the run rather than leaving lm-eval's averaged all-tracks row in place.
+    """
+    from orca_judge.lm_eval.compat import aggregated_values, built_tasks
+
+    collected = aggregated_values()
     outcomes = {}
     for task in built_tasks(task_dict):
-        recorded = vars(task).pop(OUTCOMES_ATTR, None)
-        if recorded:
-            outcomes[str(task.task_name)] = recorded
+        name = str(task.task_name)
+        ours = {m for m, fn in task.aggregation().items() if aqua_metric_of(fn) is not None}
+        if not ours:
+            continue
+        if name not in collected:
+            raise UncollectedOutcomesError(
+                f"{name}: lm-eval's per-item values of this AQUA task never reached the results "
+                "step (orca_judge.lm_eval.compat did not wrap this lm-eval's per-task "
+                "aggregation), so its all-tracks rows cannot be pooled"
+            )
+        by_filter = {
+            filter_key: tuple(as_outcome(v) for v in values)
+            for (metric, filter_key), values in collected[name].items()
+            if metric in ours
+        }
+        if by_filter:
+            outcomes[name] = by_filter
     return fix_aqua_results(results, outcomes, n_boot=min(bootstrap_iters, STDERR_BOOT))
 
 
@@ -237,14 +241,22 @@ def task_metric(metric: str, outcomes: tuple[ItemOutcome, ...]) -> float:
     return summary[metric]
 
 
-def _aggregation(metric: str) -> Callable[[list[int]], float]:
-    def aggregate(values: list[int]) -> float:
-        outcomes = tuple(as_outcome(v) for v in values)
-        _record(outcomes)
-        return task_metric(metric, outcomes)
+# Attribute of an AQUA aggregation: the metric it returns.
+AQUA_METRIC = "aqua_metric"
+
+
+def aqua_metric_of(aggregation: object) -> str | None:
+    """The AQUA metric an aggregation function returns (None: not one of AQUA's)."""
+    return getattr(aggregation, AQUA_METRIC, None)
+
+
+def _aggregation(metric: str) -> Callable[[list], float]:
+    def aggregate(values: list) -> float:
+        return task_metric(metric, tuple(as_outcome(v) for v in values))
 
     aggregate.__name__ = f"aggregate_{metric}"
-    aggregate.__doc__ = f"lm-eval aggregation returning the AQUA metric {metric!r}."
+    aggregate.__doc__ = f"Aggregation (lm-eval and lmms-eval) returning the AQUA metric {metric!r}."
+    setattr(aggregate, AQUA_METRIC, metric)
     return aggregate
 
 

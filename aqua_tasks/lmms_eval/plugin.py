@@ -4,7 +4,7 @@
 has executed: the evaluator comes with `metric: orca` registered and its judge checked before
 generation, and the command-line run turns bad input to our tasks, models or judge into a
 one-line error with exit status 2.
-Only on the lmms-eval versions `orca_judge.lmms_eval.compat` is tested with.
+Only on the lmms-eval version `eval_common.harness_versions` supports (0.7.3).
 """
 
 from __future__ import annotations
@@ -13,14 +13,11 @@ from types import ModuleType
 
 
 def unsupported_version() -> str | None:
-    """Why the installed lmms-eval cannot be extended (None: it is a tested version)."""
-    from orca_judge.lmms_eval.compat import TESTED_LMMS_EVAL_VERSIONS, lmms_eval_version
+    """Why the installed lmms-eval cannot be extended (None: the supported version)."""
+    from eval_common.harness_versions import unsupported_version as problem
+    from orca_judge.lmms_eval.compat import lmms_eval_version
 
-    version = lmms_eval_version()
-    if version in TESTED_LMMS_EVAL_VERSIONS:
-        return None
-    tested = ", ".join(TESTED_LMMS_EVAL_VERSIONS)
-    return f"lmms-eval {version} is not a version this package is tested with ({tested})"
+    return problem("lmms-eval", lmms_eval_version())
 
 
 def on_evaluator(module: ModuleType) -> None:

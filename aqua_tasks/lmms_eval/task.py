@@ -1,7 +1,8 @@
 """The AQUA task class and the functions the lmms-eval task YAMLs reference with `!function`.
 
 Docs, prompts, extraction and metrics are those of the lm-eval tasks (`aqua_tasks.lm_eval.task`,
-`aqua_tasks.core.scoring`); only lmms-eval's way in differs. lmms-eval has no `custom_dataset` and
+`aqua_tasks.core.scoring`; the YAMLs name its harness-neutral `doc_to_target` and
+`aggregate_*` directly); only lmms-eval's way in differs. lmms-eval has no `custom_dataset` and
 no `--metadata`, so the run settings lm-eval takes from `--metadata` come from the
 `AQUA_METADATA` environment variable (the same JSON) over the YAML's `metadata:` block.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from lmms_eval.api.task import ConfigurableTask
 
@@ -19,14 +20,8 @@ from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.core.data import DATA_HELP, AquaDataError
 from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.prompts import render_question
-from aqua_tasks.core.scoring import ALL_METRICS, as_outcome, unpack_outcome
-from aqua_tasks.lm_eval.task import (
-    doc_to_audio,
-    docs_arguments,
-    load_dataset,
-    task_manifest,
-    task_metric,
-)
+from aqua_tasks.core.scoring import ALL_METRICS, unpack_outcome
+from aqua_tasks.lm_eval.task import doc_to_audio, docs_arguments, load_dataset, task_manifest
 from aqua_tasks.lm_eval.task import process_results as lm_eval_process_results
 
 logger = logging.getLogger(__name__)
@@ -116,26 +111,3 @@ def process_results(doc: Mapping, results: Sequence[str]) -> dict[str, list]:
     """
     packed = lm_eval_process_results(doc, results)["acc"]
     return {metric: list(unpack_outcome(packed)) for metric in ALL_METRICS}
-
-
-def _aggregation(metric: str) -> Callable[[list], float]:
-    def aggregate(values: list) -> float:
-        return task_metric(metric, tuple(as_outcome(v) for v in values))
-
-    aggregate.__name__ = f"aggregate_{metric}"
-    aggregate.__doc__ = f"lmms-eval aggregation returning the AQUA metric {metric!r}."
-    return aggregate
-
-
-AGGREGATIONS: dict[str, Callable[[list], float]] = {
-    f"aggregate_{metric}": _aggregation(metric) for metric in ALL_METRICS
-}
-
-
-def __getattr__(name: str) -> Callable[[list], float]:
-    # The YAMLs' `!function aqua_tasks.lmms_eval.task.aggregate_<metric>`, one per metric.
-    # (The lm-eval ones also record outcomes for pooling, which lmms-eval has no step for.)
-    try:
-        return AGGREGATIONS[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

@@ -1,17 +1,21 @@
 """Prompts and clips on their way into an audio LM, local (`aqua-audiolm`) or behind an API.
 
 Task prompts mark each clip with an `<audio>` placeholder; chat messages carry the clips as
-audio parts; waveforms go in mono at the model's rate; replies stop at the task's stop strings.
+audio parts, rendered with a processor's chat template (or its raw audio tokens where it has
+none); waveforms go in mono at the model's rate; replies stop at the task's stop strings.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from aqua_tasks.audio.clips import resample
+
+if TYPE_CHECKING:
+    from lm_eval.api.instance import Instance
 
 AUDIO_PLACEHOLDER = "<audio>"  # what task prompts put where a clip goes
 
@@ -35,9 +39,47 @@ def cut_at_stop(text: str, until: Sequence[str]) -> str:
     return text[:cut]
 
 
+def request_clips(request: Instance, model: str, text_only: str) -> list[Mapping[str, Any]]:
+    """The clips a request carries; ValueError naming the item, the model and `text_only`."""
+    extra = request.args[2] if len(request.args) > 2 else None
+    audio = extra.get("audio") if isinstance(extra, Mapping) else None
+    if not audio:
+        raise ValueError(
+            f"task {request.task_name!r} doc {request.doc_id}: request carries no audio; "
+            f"{model} needs a task with doc_to_audio (text-only runs: {text_only})"
+        )
+    return list(audio)
+
+
 def mono_waveform(audio: Mapping[str, Any], target_sr: int) -> np.ndarray:
     """A request's audio mapping as a float32 mono waveform at `target_sr` Hz."""
     wave = np.asarray(audio["array"], dtype=np.float32)
     if wave.ndim != 1:
         raise ValueError(f"audio arrays must be mono (1-D), got shape {wave.shape}")
     return resample(wave, int(audio["sampling_rate"]), target_sr)
+
+
+def render_chat(
+    processor: Any,
+    chat_history: Sequence[Mapping[str, str]],
+    system_prompt: str | None,
+    add_generation_prompt: bool,
+) -> str:
+    """lm-eval's chat history in a processor's chat template, each clip an audio part."""
+    messages = [dict(turn) for turn in chat_history]
+    if system_prompt and not any(m["role"] == "system" for m in messages):
+        messages.insert(0, {"role": "system", "content": system_prompt})
+    if getattr(processor, "chat_template", None) is None:
+        # A base model without a template: its raw prompt format, no roles.
+        return "\n".join(raw_prompt(processor, m["content"]) for m in messages)
+    conversation = [{"role": m["role"], "content": chat_content(m["content"])} for m in messages]
+    return processor.apply_chat_template(
+        conversation, add_generation_prompt=add_generation_prompt, tokenize=False
+    )
+
+
+def raw_prompt(processor: Any, text: str) -> str:
+    """`text` with each placeholder replaced by the processor's own audio tokens."""
+    bos = getattr(processor, "audio_bos_token", None) or ""
+    eos = getattr(processor, "audio_eos_token", None) or ""
+    return text.replace(AUDIO_PLACEHOLDER, f"{bos}{processor.audio_token}{eos}")

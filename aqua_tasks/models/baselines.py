@@ -11,7 +11,7 @@ from tqdm import tqdm
 
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.models.hf_audio_lm import AudioLM
-from aqua_tasks.runs.reader import read_run, require_aqua_items
+from aqua_tasks.runs import read_run, require_aqua_items
 
 
 def _option_reply(doc: Mapping, index: int) -> str:

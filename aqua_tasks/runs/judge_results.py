@@ -2,7 +2,7 @@
 
 One `orca_<task>_<filter>_<timestamp>.jsonl` per judge pass (see `per_item`);
 a run folder may hold several passes of the same task and filter, of which the newest counts
-(found and ordered by `aqua_tasks.runs.reader`, as every other file of a run).
+(found and ordered by `aqua_tasks.runs.discovery`, as every other file of a run).
 """
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aqua_tasks.runs.reader import JUDGE_NAME, RunError, find_outputs, iter_jsonl
+from aqua_tasks.runs.discovery import RunError, find_outputs, iter_jsonl
 
-# The file names write_per_item gives; orca_pending_* (judge inputs of a failed pass) are not.
-PER_ITEM_NAME = JUDGE_NAME
 ROW_FIELDS = ("task", "filter", "index", "inputs", "orca", "expected_unit")
 
 

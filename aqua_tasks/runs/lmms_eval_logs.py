@@ -1,4 +1,4 @@
-"""lmms-eval logs of AQUA tasks: telling them apart from lm-eval's, and rebuilding their items.
+"""lmms-eval logs of AQUA tasks: their items rebuilt from the released data, checked, and read.
 
 lmms-eval 0.7.3 (`--log_samples --output_path OUT`) writes `OUT/<model>/<stamp>_results.json`
 and `<stamp>_samples_<task>.jsonl`, the stamp as `YYYYMMDD_HHMMSS`. Its sample rows drop the
@@ -13,7 +13,6 @@ different data folder is refused rather than silently scored.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,18 +27,13 @@ from aqua_tasks.core.data import (
     track_file,
 )
 from aqua_tasks.core.docs import clip_indices, item_to_doc
+from aqua_tasks.core.extract import DEFAULT_EXTRACTOR
 from aqua_tasks.core.manifest import sha256_file, sha256_text
 from aqua_tasks.core.prompts import render_prompt, render_question
+from aqua_tasks.runs.discovery import LMMS_SAMPLES_NAME, RunError, is_lmms_row, iter_jsonl
+from aqua_tasks.runs.model import RunItem, item_manifest
+from eval_common.cli import parse_bool
 
-HARNESS_LM_EVAL = "lm-eval"
-HARNESS_LMMS_EVAL = "lmms-eval"
-HARNESS_AUTHORS = "authors' results"
-
-LMMS_STAMP_FORMAT = "%Y%m%d_%H%M%S"
-LMMS_RESULTS_NAME = re.compile(r"^(?P<stamp>\d{8}_\d{6})_results\.json$")
-LMMS_SAMPLES_NAME = re.compile(r"^(?P<stamp>\d{8}_\d{6})_samples_(?P<name>.+)\.jsonl$")
-# Keys only lmms-eval's results file has (lm-eval's has `lm_eval_version` and no such key).
-LMMS_RESULTS_KEYS = ("lmms_eval_version",)
 DATA_DIR_HELP = (
     "pass --data-dir, the folder of the released AQUA-Bench files the run was made from "
     "(lmms-eval logs no docs; items are rebuilt from the data by doc_id)"
@@ -48,22 +42,6 @@ DATA_DIR_HELP = (
 
 class LmmsLogError(AquaDataError):
     """An lmms-eval log cannot be read, or does not match the data it is rebuilt from."""
-
-
-def is_lmms_row(row: object) -> bool:
-    """Whether a samples row is lmms-eval's: a doc_id, target and reply, but no doc."""
-    return (
-        isinstance(row, Mapping)
-        and "doc" not in row
-        and "doc_id" in row
-        and "target" in row
-        and "filtered_resps" in row
-    )
-
-
-def is_lmms_results(payload: object) -> bool:
-    """Whether a results file's content was written by lmms-eval."""
-    return isinstance(payload, Mapping) and any(k in payload for k in LMMS_RESULTS_KEYS)
 
 
 def task_setting(task: str) -> tuple[str, str, str] | None:
@@ -225,3 +203,107 @@ def row_prompt_hash(row: Mapping[str, Any], doc: Mapping[str, Any] | None = None
     if doc is not None and prompt == render_question(doc):
         return sha256_text(render_prompt(doc))
     return sha256_text(prompt)
+
+
+def _lmms_settings(task: str, metadata: Mapping[str, Any], where: str) -> tuple[str, bool]:
+    # lmms-eval rows hold no doc: the extractor and exclusion flag a task ran with are what its
+    # results file recorded (its manifest, else its metadata), else the defaults.
+    manifest = metadata.get("aqua_manifest")
+    manifest = manifest if isinstance(manifest, Mapping) else {}
+    extractor = str(manifest.get("extractor") or metadata.get("extractor") or DEFAULT_EXTRACTOR)
+    try:
+        exclude = parse_bool("exclude_defective", metadata.get("exclude_defective", False))
+    except ValueError as error:
+        raise RunError(f"{where}: task {task}: {error}") from None
+    return extractor, exclude
+
+
+def read_lmms_samples_file(
+    path: str | Path,
+    task: str | None = None,
+    *,
+    data_dir: str | Path | None,
+    metadata: Mapping[str, Mapping] | None = None,
+    recorded_in: str | None = None,
+) -> list[RunItem]:
+    """The items of one lmms-eval samples file, rebuilt by doc id from the released data.
+
+    `metadata` is the per-task config metadata its results file (`recorded_in`) holds
+    (`recorded_metadata`). Every row's doc id, target and input are checked against the
+    rebuilt item; a data file other than the one the results record is refused.
+    """
+    path = Path(path)
+    match = LMMS_SAMPLES_NAME.match(path.name)
+    task = task or (match.group("name") if match else None)
+    if task is None:
+        raise RunError(
+            f"{path}: lmms-eval rows name no task; keep lmms-eval's file name "
+            "<stamp>_samples_<task>.jsonl"
+        )
+    rows = list(iter_jsonl(path))
+    for line_no, row in rows:
+        if not is_lmms_row(row):
+            raise RunError(
+                f"{path}:{line_no}: not an lmms-eval sample row (expected doc_id, target and "
+                "filtered_resps, and no doc)"
+            )
+    if task_setting(task) is None:  # another task's rows: kept for their ids and replies
+        items = []
+        for line_no, row in rows:
+            where = f"{path}:{line_no}"
+            try:
+                reply = row_reply(row, where)
+            except LmmsLogError:  # e.g. a multiple-choice task's list of scores: no text reply
+                reply = ""
+            doc_id = row.get("doc_id")
+            items.append(
+                RunItem(
+                    task,
+                    None,
+                    reply,
+                    where,
+                    file=path,
+                    line=line_no,
+                    doc_id=doc_id if isinstance(doc_id, int) else None,
+                    prompt_hash=row_prompt_hash(row),
+                )
+            )
+        return items
+    task_metadata = (metadata or {}).get(task) or {}
+    recorded = task_metadata.get("aqua_manifest")
+    recorded = recorded if isinstance(recorded, Mapping) else {}
+    extractor, exclude = _lmms_settings(task, task_metadata, recorded_in or str(path))
+    try:
+        data = task_data(task, data_dir, task_metadata.get("data_dir"))
+    except LmmsLogError as error:
+        raise RunError(f"{path}: {error}") from None
+    known = {**recorded, "data_file": data.data_file.name, "data_sha256": data.data_sha256}
+    try:
+        check_recorded_data(data, recorded, recorded_in or str(path))
+        items = []
+        for line_no, row in rows:
+            where = f"{path}:{line_no}"
+            doc_id = row_doc_id(row, where, data)
+            item = data.items[doc_id]
+            check_row(row, where, item, data)
+            doc = rebuilt_doc(item, data, extractor=extractor, exclude_defective=exclude)
+            items.append(
+                RunItem(
+                    task=task,
+                    item=item,
+                    reply=row_reply(row, where),
+                    source=where,
+                    extractor=extractor,
+                    exclude_defective=exclude,
+                    manifest=item_manifest(doc, known),
+                    file=path,
+                    line=line_no,
+                    doc_id=doc_id,
+                    prompt_hash=row_prompt_hash(row, doc),
+                    doc_hash=content_hash(doc),
+                    doc=doc,
+                )
+            )
+    except LmmsLogError as error:
+        raise RunError(str(error)) from None
+    return items

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from aqua_tasks.core.data import AquaDataError, load_json_file
-from aqua_tasks.runs.lmms_eval_logs import LMMS_SAMPLES_NAME, is_lmms_row, task_setting
-from aqua_tasks.runs.reader import iter_jsonl, read_lmms_samples_file
+from aqua_tasks.runs.discovery import LMMS_SAMPLES_NAME, first_row, is_lmms_row, iter_jsonl
+from aqua_tasks.runs.lmms_eval_logs import read_lmms_samples_file, task_setting
 from orca_judge.metric.payloads import judge_inputs
 from orca_judge.metric.settings import OrcaMetricSettings
 
@@ -28,11 +28,7 @@ NOT_LOADED = "(field names only)"
 def is_lmms_samples(path: str | Path) -> bool:
     """Whether a samples file is lmms-eval's (by its name, else by its first row)."""
     path = Path(path)
-    if LMMS_SAMPLES_NAME.match(path.name):
-        return True
-    for _, row in iter_jsonl(path):
-        return is_lmms_row(row)
-    return False
+    return bool(LMMS_SAMPLES_NAME.match(path.name)) or is_lmms_row(first_row(path))
 
 
 def read_docs_file(path: str | Path) -> list[Any]:

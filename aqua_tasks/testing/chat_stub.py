@@ -5,12 +5,11 @@ that is not a 16 kHz mono WAV, and can add latency and inject faults (429 with
 `Retry-After`, 500, a reply slower than the client's timeout) per item, so a client's
 retries, failure handling and cache can be exercised end to end without a model.
 
-    python -m aqua_tasks.testing.chat_stub --port 8000   # then base_url=http://127.0.0.1:8000/v1/chat/completions
+    python -m aqua_tasks.cli.chat_stub --port 8000   # then base_url=http://127.0.0.1:8000/v1/chat/completions
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import binascii
 import contextlib
@@ -266,26 +265,3 @@ def stub_url(server: ThreadingHTTPServer) -> str:
     """The stub's chat-completions URL."""
     host, port = server.server_address[:2]
     return f"http://{host}:{port}/v1/chat/completions"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the stub in the foreground until Ctrl-C."""
-    parser = argparse.ArgumentParser(
-        prog="python -m aqua_tasks.testing.chat_stub", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds added per request")
-    args = parser.parse_args(argv)
-    server, state = start_stub(StubConfig(latency=args.latency), args.host, args.port)
-    print(f"serving {stub_url(server)} (Ctrl-C stops)", flush=True)
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        server.shutdown()
-    print(f"{len(state.requests)} requests, {len(state.problems)} with audio problems")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

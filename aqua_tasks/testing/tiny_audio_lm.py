@@ -4,14 +4,12 @@ The architecture, processor, audio special tokens and chat template are the real
 weights are noise. Tests and the GPU check run `aqua-audiolm` end to end with it where no
 checkpoint can be downloaded:
 
-    python -m aqua_tasks.testing.tiny_audio_lm OUT_DIR
-    python -m aqua_tasks.testing.tiny_audio_lm OUT_DIR --omni   # a Qwen2.5-Omni thinker
+    python -m aqua_tasks.cli.tiny_audio_lm OUT_DIR
+    python -m aqua_tasks.cli.tiny_audio_lm OUT_DIR --omni   # a Qwen2.5-Omni thinker
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -213,21 +211,3 @@ def build_tiny_omni_thinker(out_dir: str | Path, seed: int = 0) -> Path:
     # Where a Qwen2.5-Omni checkpoint keeps its processor's chat template.
     (out / "chat_template.jinja").write_text(OMNI_CHAT_TEMPLATE, encoding="utf-8")
     return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: write the tiny model to a folder."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("out_dir", help="folder to write the model and processor to")
-    parser.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
-    parser.add_argument(
-        "--omni", action="store_true", help="a Qwen2.5-Omni thinker instead of Qwen2-Audio"
-    )
-    args = parser.parse_args(argv)
-    build = build_tiny_omni_thinker if args.omni else build_tiny_audio_lm
-    print(build(args.out_dir, args.seed))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

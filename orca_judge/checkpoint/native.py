@@ -23,7 +23,12 @@ import torch
 from torch import nn
 
 from orca_judge.checkpoint.atomic import atomic_dir, atomic_write_json, atomic_write_text, json_text
-from orca_judge.checkpoint.contents import CheckpointContents, CheckpointError, read_tensors, require
+from orca_judge.checkpoint.contents import (
+    CheckpointContents,
+    CheckpointError,
+    read_tensors,
+    require,
+)
 from orca_judge.config import OrcaConfig
 from orca_judge.model import OrcaModel
 

@@ -17,7 +17,12 @@ from typing import Any
 
 import torch
 
-from orca_judge.checkpoint.contents import CheckpointContents, CheckpointError, read_tensors, require
+from orca_judge.checkpoint.contents import (
+    CheckpointContents,
+    CheckpointError,
+    read_tensors,
+    require,
+)
 from orca_judge.config import OrcaConfig
 
 ARGS_FILE = "args.yaml"

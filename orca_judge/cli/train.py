@@ -176,7 +176,7 @@ def plan_stages(args: argparse.Namespace) -> list[dict[str, Any]]:
 def _load_stages(args: argparse.Namespace) -> tuple[list[Any], list[Any], str | None]:
     """(stages, held-out items, held-out source file): data loaded, split once for the run."""
     from orca_judge.data import file_sha256, load_items, normalize_question, split_heldout
-    from orca_judge.training.loop import Stage
+    from orca_judge.training.curriculum import Stage
     from orca_judge.training.synthetic import build_synthetic_items
 
     planned = plan_stages(args)
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     from orca_judge.judge import OrcaJudge
     from orca_judge.model import BackboneLoadError
     from orca_judge.report import agreement_report
-    from orca_judge.training.loop import train_curriculum
+    from orca_judge.training.curriculum import train_curriculum
 
     args = build_parser().parse_args(argv)
     try:

@@ -1,4 +1,4 @@
-"""Every place ORCA relies on lm-evaluation-harness internals, for the versions listed below.
+"""Every place ORCA relies on lm-evaluation-harness internals, for the versions of one gate.
 
 lm-eval gives a registered metric only the reference and the reply, calls an aggregation with
 nothing but the collected values, and has no hook at the start of an evaluation. ORCA needs
@@ -8,38 +8,45 @@ more, and gets it here, from internals of lm-eval 0.4.13:
   call time) so each evaluation runs in its own judge session, after an optional step that
   sees the built tasks before any request is made, and is followed by an optional step that
   fixes up the results dict before lm-eval prints and saves it;
+- `patch_task_aggregations`: wraps `lm_eval.evaluator_utils._compute_task_aggregations(task,
+  raw_metrics, bootstrap_iters)` (looked up at call time by `_collect_results`), where the
+  task object and its {(metric, filter): values} table meet: each aggregation gets its values
+  as `SitedValues` that name their task and filter, and `aggregated_values` hands the tables
+  to the `finish` step of the same evaluation;
 - `built_tasks`: the task objects inside the `task_dict` evaluate() receives;
-- `aggregation_site`, `aggregating_task`: the task and filter of the aggregation call in
-  progress, read from the caller's frame (`task`, `filter_key` locals of lm-eval's
-  aggregation loop);
 - `predict_only`, `take_over_metric`: the private per-task tables `_metric_fn_list`,
   `_metric_fn_kwargs`, `_aggregation_list` and `_higher_is_better`;
 - `tracker_output_folder`: where `EvaluationTracker` writes samples for the model;
 - `patch_make_table`: `lm_eval.utils.make_table` (looked up at call time by the CLI) builds
   its Markdown with pytablewriter, which re-formats a column of numbers to one precision.
 
-A new lm-eval version is supported by changing this module (and TESTED_LM_EVAL_VERSIONS) only.
+Which versions: `eval_common.harness_versions`, the range pyproject.toml requires
+(`lm-eval>=0.4.13,<0.5`), tested with 0.4.13; the start-up hook, `aqua-eval` and
+`register_all()` apply these patches only inside it. A new lm-eval version is supported by
+changing this module, `aqua_tasks.lm_eval.compat` and that gate only.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-import sys
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from orca_judge.metric.aggregate import SitedValues
 from orca_judge.metric.judge_pass import evaluation_session
 
-# lm-eval versions the end-to-end tests run against.
-TESTED_LM_EVAL_VERSIONS = ("0.4.13",)
 # Attribute of our evaluate() wrapper: the EvaluateHooks it runs.
 PATCH_MARK = "_orca_prepare"
 # lm-eval's name for the metric table entry of --predict_only runs.
 PREDICT_ONLY_METRIC = "bypass"
 # evaluate()'s default of the argument that also switches stderr computation off (0).
 DEFAULT_BOOTSTRAP_ITERS = 100000
+
+# Per-doc values of the tasks aggregated in the evaluate() in progress, by task name.
+_COLLECTED: ContextVar[dict[str, Mapping] | None] = ContextVar("orca_collected", default=None)
 
 Prepare = Callable[[Mapping[str, Any]], object]
 # finish(task_dict, results, bootstrap_iters) -> the results dict lm-eval prints and saves.
@@ -75,17 +82,23 @@ def patch_evaluate(prepare: Prepare | None = None, finish: Finish | None = None)
     @functools.wraps(current)
     def evaluate(*args: Any, **kwargs: Any) -> Any:
         task_dict = kwargs["task_dict"] if "task_dict" in kwargs else args[1]
-        # A repeated identical evaluation must load, judge and write its per-item file again.
-        with evaluation_session():
-            if hooks.prepare is not None:
-                hooks.prepare(task_dict)
-            results = current(*args, **kwargs)
-        if hooks.finish is None or results is None:  # None: not rank 0
-            return results
-        return hooks.finish(task_dict, results, _bootstrap_iters(current, args, kwargs))
+        token = _COLLECTED.set({})
+        try:
+            # A repeated identical evaluation must load, judge and write its per-item file
+            # again.
+            with evaluation_session():
+                if hooks.prepare is not None:
+                    hooks.prepare(task_dict)
+                results = current(*args, **kwargs)
+            if hooks.finish is None or results is None:  # None: not rank 0
+                return results
+            return hooks.finish(task_dict, results, _bootstrap_iters(current, args, kwargs))
+        finally:
+            _COLLECTED.reset(token)
 
     setattr(evaluate, PATCH_MARK, hooks)
     evaluator.evaluate = evaluate
+    patch_task_aggregations()
 
 
 def _bootstrap_iters(function: Callable, args: tuple, kwargs: Mapping[str, Any]) -> int:
@@ -107,28 +120,42 @@ def built_tasks(task_dict: Mapping[str, Any]) -> list[Any]:
     return found
 
 
-def aggregating_task() -> tuple[Any, str | None]:
-    """Task object and filter of the lm-eval aggregation call in progress (None when not found).
+def patch_task_aggregations() -> None:
+    """Hand every aggregation its values as SitedValues (task and filter), and collect them.
 
-    Called (directly or one call deeper) by an aggregation function, whose caller is
-    lm-eval's loop over the (metric, filter_key) pairs of one task.
+    lm-eval's `_compute_task_aggregations(task, raw_metrics, bootstrap_iters)` (looked up at
+    call time by `_collect_results`) gets each task's {(metric, filter): values} after lm-eval
+    gathered them from every rank. Idempotent.
     """
-    frame = sys._getframe(2)
-    for _ in range(5):
-        if frame is None:
-            break
-        local = frame.f_locals
-        task = local.get("task")
-        if isinstance(local.get("filter_key"), str) and hasattr(task, "task_name"):
-            return task, local["filter_key"]
-        frame = frame.f_back
-    return None, None
+    from lm_eval import evaluator_utils
+
+    current = evaluator_utils._compute_task_aggregations
+    if hasattr(current, PATCH_MARK):
+        return
+
+    @functools.wraps(current)
+    def compute_task_aggregations(task: Any, raw_metrics: Mapping, *args: Any, **kwargs: Any):
+        name = str(task.task_name)
+        sited = {
+            key: SitedValues(values, task=name, filter_key=key[1])
+            for key, values in raw_metrics.items()
+        }
+        collected = _COLLECTED.get()
+        if collected is not None:
+            collected[name] = sited
+        return current(task, sited, *args, **kwargs)
+
+    setattr(compute_task_aggregations, PATCH_MARK, True)
+    evaluator_utils._compute_task_aggregations = compute_task_aggregations
 
 
-def aggregation_site() -> tuple[str | None, str | None]:
-    """Task name and filter of the lm-eval aggregation call in progress (None when not found)."""
-    task, filter_key = aggregating_task()
-    return (None if task is None else str(task.task_name)), filter_key
+def aggregated_values() -> Mapping[str, Mapping[tuple[str, str], list]]:
+    """Task name -> {(metric, filter): per-doc values} aggregated by the evaluate() in progress.
+
+    Read by a `finish` step; empty outside a patched evaluate().
+    """
+    collected = _COLLECTED.get()
+    return {} if collected is None else collected
 
 
 def predict_only(task: Any) -> bool:

@@ -13,12 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from orca_judge.lm_eval import compat
-from orca_judge.metric.aggregate import aggregate, check_payloads, doc_less_payloads, report_failure
+from orca_judge.metric.aggregate import aggregate, doc_less_payloads
 from orca_judge.metric.settings import METRIC
-
-# Kept importable under their former names.
-_check_payloads = check_payloads
-_report_failure = report_failure
 
 
 def orca(references: Sequence[Any], predictions: Sequence[Any], **entry: Any) -> dict:
@@ -30,8 +26,11 @@ def orca(references: Sequence[Any], predictions: Sequence[Any], **entry: Any) ->
 
 
 def orca_aggregate(items: Sequence[Any]) -> float:
-    """lm-eval aggregation for every orca figure: scores the items (once), returns the figure."""
-    return aggregate(items, *compat.aggregation_site())
+    """lm-eval aggregation for every orca figure: scores the items (once), returns the figure.
+
+    The items come labelled with their task and filter (`compat.patch_task_aggregations`).
+    """
+    return aggregate(items)
 
 
 def register() -> None:

@@ -1,11 +1,12 @@
 """Wiring one built task for the doc-aware `metric: orca`, shared by lm-eval and lmms-eval.
 
 Both harnesses build a `ConfigurableTask` with the same layout (config.metric_list, the
-private tables `_metric_fn_list`, `_aggregation_list`, `_higher_is_better`, a bound
+private metric tables `orca_judge.lm_eval.compat` edits, a bound
 `process_results(doc, results, ...)`). `wire` reads the task's orca entry, loads the judge
 (failing before any generation), and wraps `process_results` so that each doc's value
 carries the judge's inputs — question, reference, rationale, transcript, reply — to the
-aggregation, which has no task handle. The wrapper is pure (it reads the doc and the reply
+aggregation, which has no task handle (the compat modules label its values with their task
+and filter). The wrapper is pure (it reads the doc and the reply
 and returns a new dict): lmms-eval calls it from several threads and may call it again.
 Nothing here imports a harness.
 """

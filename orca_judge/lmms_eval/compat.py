@@ -11,20 +11,23 @@ what it needs here:
   call time, after building tasks and applying --predict_only) so each evaluation runs in its
   own judge session, after a step that sees the built tasks before any request is built;
 - `patch_simple_evaluate`: per-item judge files go where the `EvaluationTracker` writes samples;
-- `aggregation_site`: the filter of the aggregation call in progress, read from the caller's
-  frame (`filter_key` local of `TaskOutput.calculate_aggregate_metric`, whose `self` is the
-  TaskOutput: there is no task object in reach, so the task name travels in the payloads);
+- `patch_task_output`: `TaskOutput.calculate_aggregate_metric` aggregates its
+  `sample_metrics` ({(metric, filter): values}) of the task named `task_name`; the wrapper
+  hands the values on as `SitedValues` labelled with both, which is all an aggregation sees;
 - `patch_cli`: the command-line run ends with one line (exit 2) on a misconfigured judge,
   where lmms-eval would print a traceback and exit 0.
 
 The built task itself has lm-eval's layout (`_metric_fn_list`, `_aggregation_list`, ...), so
 `orca_judge.lm_eval.compat.predict_only` / `take_over_metric` / `built_tasks` serve both.
-A new lmms-eval version is supported by changing this module (and
-TESTED_LMMS_EVAL_VERSIONS) only.
+
+Which versions: `eval_common.harness_versions`, the one scripts/install-lmms-eval-env.sh
+installs (`lmms-eval==0.7.3`); the start-up hook applies these patches only on it. A new
+lmms-eval version is supported by changing this module and that gate only.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import sys
 from collections.abc import Callable, Mapping
@@ -32,6 +35,7 @@ from types import ModuleType
 from typing import Any
 
 from orca_judge.lm_eval.compat import tracker_output_folder
+from orca_judge.metric.aggregate import SitedValues
 from orca_judge.metric.judge_pass import (
     JudgeSession,
     active_session,
@@ -40,8 +44,6 @@ from orca_judge.metric.judge_pass import (
 )
 from orca_judge.metric.settings import METRIC, OrcaMetricError
 
-# lmms-eval versions the end-to-end tests run against.
-TESTED_LMMS_EVAL_VERSIONS = ("0.7.3",)
 # Attribute of our wrappers, so that patching twice is a no-op.
 PATCH_MARK = "_orca_lmms_patched"
 # The output types whose replies orca judges (multi-round and agentic replies are lists).
@@ -119,18 +121,29 @@ def patch_simple_evaluate(evaluator: ModuleType) -> None:
     evaluator.simple_evaluate = simple_evaluate
 
 
-def aggregation_site() -> tuple[str | None, str | None]:
-    """Task name and filter of the lmms-eval aggregation call in progress (None: not found)."""
-    frame = sys._getframe(2)
-    for _ in range(5):
-        if frame is None:
-            break
-        local = frame.f_locals
-        if isinstance(local.get("filter_key"), str):
-            name = getattr(local.get("self"), "task_name", None)
-            return (None if name is None else str(name)), local["filter_key"]
-        frame = frame.f_back
-    return None, None
+def patch_task_output() -> None:
+    """Hand every aggregation its values as SitedValues, labelled with their task and filter.
+
+    `TaskOutput.calculate_aggregate_metric` aggregates `self.sample_metrics`, a
+    {(metric, filter): values} table of the task named `self.task_name`. Idempotent.
+    """
+    from lmms_eval.evaluator_utils import TaskOutput
+
+    current = TaskOutput.calculate_aggregate_metric
+    if hasattr(current, PATCH_MARK):
+        return
+
+    @functools.wraps(current)
+    def calculate_aggregate_metric(self: Any, *args: Any, **kwargs: Any) -> None:
+        name = str(self.task_name)
+        labelled = collections.defaultdict(list)
+        for key, values in self.sample_metrics.items():
+            labelled[key] = SitedValues(values, task=name, filter_key=key[1])
+        self.sample_metrics = labelled
+        return current(self, *args, **kwargs)
+
+    setattr(calculate_aggregate_metric, PATCH_MARK, True)
+    TaskOutput.calculate_aggregate_metric = calculate_aggregate_metric
 
 
 def patch_cli(main: ModuleType, errors: tuple[type[BaseException], ...] = ()) -> None:

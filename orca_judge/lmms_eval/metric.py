@@ -33,8 +33,11 @@ def orca(references: Sequence[Any], predictions: Sequence[Any], **entry: Any) ->
 
 
 def orca_aggregate(items: Sequence[Any]) -> float:
-    """lmms-eval aggregation for every orca figure: scores the items (once), returns the figure."""
-    return aggregate(items, *compat.aggregation_site())
+    """lmms-eval aggregation for every orca figure: scores the items (once), returns the figure.
+
+    The items come labelled with their task and filter (`compat.patch_task_output`).
+    """
+    return aggregate(items)
 
 
 def wire_task(task: Any, session: JudgeSession | None = None) -> OrcaMetricSettings | None:
@@ -67,3 +70,4 @@ def install(evaluator: ModuleType | None = None) -> None:
     register()
     compat.patch_evaluate(evaluator, prepare_tasks)
     compat.patch_simple_evaluate(evaluator)
+    compat.patch_task_output()

@@ -2,9 +2,9 @@
 
 lm-eval and lmms-eval both call a metric's aggregation once per (figure, filter) with every
 doc's value and nothing else. `aggregate` scores all payloads of a task and filter in one
-pass of the evaluation's judge session and returns one figure; the harness adapters
-(`orca_judge.lm_eval.metric`, `orca_judge.lmms_eval.metric`) only say which task and filter
-the call is for. Nothing here imports a harness.
+pass of the evaluation's judge session and returns one figure. The harness's aggregation
+call says nothing about which task and filter the values are from: each adapter's compat
+module hands them over as `SitedValues`, which say so. Nothing here imports a harness.
 """
 
 from __future__ import annotations
@@ -33,6 +33,26 @@ def doc_less_payloads(references: Sequence[Any], predictions: Sequence[Any], **e
     return payloads(inputs, entry, doc_aware=False)
 
 
+class SitedValues(list):
+    """One (task, filter)'s per-doc values, labelled by the harness adapter that collected them."""
+
+    def __init__(self, values: Sequence[Any], task: str, filter_key: str) -> None:
+        super().__init__(values)
+        self.task = task
+        self.filter_key = filter_key
+
+
+def site_of(items: Sequence[Any]) -> tuple[str, str]:
+    """The task and filter of an aggregation's values; OrcaMetricError when they are unlabelled."""
+    if isinstance(items, SitedValues):
+        return items.task, items.filter_key
+    raise OrcaMetricError(
+        "orca aggregation received values without their task and filter: run it inside an "
+        "evaluation of lm-eval or lmms-eval with this package installed, whose compat module "
+        "labels them"
+    )
+
+
 def check_payloads(items: Sequence[Any]) -> None:
     """Raise OrcaMetricError unless every collected value is a judge payload."""
     bad = next((v for v in items if not (isinstance(v, Mapping) and PAYLOAD_MARK in v)), None)
@@ -44,12 +64,12 @@ def check_payloads(items: Sequence[Any]) -> None:
         )
 
 
-def aggregate(items: Sequence[Any], site_task: str | None, site_filter: str | None) -> float:
+def aggregate(items: Sequence[Any]) -> float:
     """Score the items of one (task, filter) once per evaluation; return the items' figure."""
     check_payloads(items)
+    site_task, filter_name = site_of(items)
     figure = items[0][PAYLOAD_MARK]
-    task = items[0].get("task") or site_task or "task"
-    filter_name = site_filter or "filter"
+    task = items[0].get("task") or site_task
     inputs = []
     for index, item in enumerate(items):
         record = dict(item["inputs"])

@@ -244,7 +244,7 @@ def test_orca_boolean_settings_keep_naming_the_setting():
 
 
 def test_write_jsonl_is_the_one_writer_iter_jsonl_reads_back(tmp_path):
-    from aqua_tasks.runs.reader import iter_jsonl
+    from aqua_tasks.runs import iter_jsonl
     from eval_common.jsonio import write_jsonl
 
     rows = [{"id": "é1", "path": tmp_path}, {"id": 2, "score": 0.5}]

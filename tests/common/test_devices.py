@@ -60,13 +60,3 @@ def test_named_dtypes_win_over_the_device_and_unknown_ones_are_refused():
     assert resolve_dtype(torch.float64, CPU) is torch.float64
     with pytest.raises(ValueError, match="dtype='fp8': expected one of auto, bfloat16"):
         resolve_dtype("fp8", CPU)
-
-
-def test_moved_resolvers_stay_importable_from_their_old_modules_with_a_warning():
-    from aqua_tasks.models import hf_audio_lm as audio_lm
-    from orca_judge import model
-
-    for module in (audio_lm, model):
-        for name in ("resolve_device", "resolve_dtype"):
-            with pytest.warns(DeprecationWarning, match=f"moved to eval_common.devices.{name}"):
-                assert getattr(module, name) is getattr(devices, name)

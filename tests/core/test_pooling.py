@@ -18,7 +18,8 @@ from aqua_tasks.core.pooling import all_tracks_rows, pool_condition, pool_outcom
 from aqua_tasks.core.scoring import ALL_METRICS, COUNT_METRICS, ItemOutcome, pack_outcome, summarize
 from aqua_tasks.core.stats import binomial_stderr, bootstrap_ca_stderr
 from aqua_tasks.lm_eval.results import fix_aqua_results
-from aqua_tasks.reports.table import aqua_rows, paper_table
+from aqua_tasks.reports.run_metrics import aqua_rows
+from aqua_tasks.reports.tables import paper_table
 from orca_judge.lm_eval import compat
 
 TASKS = ("aqua_animal", "aqua_music", "aqua_vocal")

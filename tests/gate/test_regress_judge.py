@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from orca_fixtures import synthetic_items, tiny_trained_checkpoint, write_jsonl
-from test_report_regress import builtin_index_parsed_once  # noqa: F401  (module fixture)
 
 from aqua_tasks.cli import eval as cli_eval
 from aqua_tasks.cli import regress as cli_regress
@@ -55,7 +54,7 @@ def other_judge(judge: Path, dest: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, builtin_index_parsed_once) -> dict[str, Path]:  # noqa: F811
+def runs(tmp_path_factory, builtin_index_parsed_once) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("judge_runs")
     judge = tiny_trained_checkpoint()
     rated = synthetic_items(N_ITEMS, 7, "h")
@@ -198,7 +197,7 @@ def test_aqua_task_with_metric_orca_is_compared_by_clip(
     tmp_path,
     capsys,
     released_dir,
-    builtin_index_parsed_once,  # noqa: F811
+    builtin_index_parsed_once,
 ):
     # A user's copy of our AQUA task with `- metric: orca` added to its metric_list.
     base = (REPO / "task_configs" / "_aqua_base").read_text()

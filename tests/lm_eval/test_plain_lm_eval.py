@@ -242,14 +242,14 @@ HOOKS_PROBE = (
 )
 
 
-def test_untested_lm_eval_version_is_a_no_op_with_one_warning(monkeypatch, caplog):
+def test_unsupported_lm_eval_version_is_a_no_op_with_one_warning(monkeypatch, caplog):
     import lm_eval
     from lm_eval.tasks import manager
 
     from aqua_tasks.lm_eval import plugin as lm_eval_plugin
 
     called = []
-    monkeypatch.setattr(lm_eval, "__version__", "0.4.99")
+    monkeypatch.setattr(lm_eval, "__version__", "0.5.0")
     for action in TRIGGERS.values():
         monkeypatch.setattr(lm_eval_plugin, action, called.append)
     hook = LmEvalImportHook()
@@ -258,14 +258,17 @@ def test_untested_lm_eval_version_is_a_no_op_with_one_warning(monkeypatch, caplo
             hook.fire(name, manager)
     assert called == [] and not hook.pending
     (warning,) = [r.getMessage() for r in caplog.records if HOOK_OFF in r.getMessage()]
-    assert "lm-eval 0.4.99 is not a version this package is tested with (0.4.13)" in warning
+    assert (
+        "lm-eval 0.5.0 is not a version this package supports (>=0.4.13,<0.5, tested with 0.4.13)"
+        in warning
+    )
 
 
 def _copy_project(target: Path) -> Path:
     target.mkdir()
     for name in ("pyproject.toml", "setup.py", "setup.cfg", "README.md"):
         shutil.copy2(REPO / name, target / name)
-    for name in ("aqua_tasks", "orca_judge", "task_configs", "lmms_task_configs"):
+    for name in ("aqua_tasks", "orca_judge", "eval_common", "task_configs", "lmms_task_configs"):
         shutil.copytree(REPO / name, target / name, ignore=shutil.ignore_patterns("__pycache__"))
     return target
 

@@ -221,7 +221,7 @@ def test_orca_average_refuses_judges_of_different_settings(kept_run, tmp_path, c
 
 
 def test_a_kill_while_pruning_never_leaves_a_half_deleted_checkpoint(tmp_path, monkeypatch):
-    import orca_judge.training.loop as trainer
+    import orca_judge.training.run_folder as run_folder
 
     real_rmtree = shutil.rmtree
 
@@ -234,11 +234,11 @@ def test_a_kill_while_pruning_never_leaves_a_half_deleted_checkpoint(tmp_path, m
         return real_rmtree(path, *args, **kwargs)
 
     cfg = tiny_config(max_steps=4, eval_every=2)
-    monkeypatch.setattr(trainer.shutil, "rmtree", killed_midway)
+    monkeypatch.setattr(run_folder.shutil, "rmtree", killed_midway)
     with pytest.raises(KeyboardInterrupt):
         train(cfg, TRAIN, DEV, tmp_path / "judge", progress=False, keep_evaluations=1)
     # the half-deleted step-0 checkpoint is hidden, never listed as a checkpoint
     assert _steps(tmp_path / "judge-run") == [".step-000000.old", "step-000002"]
-    monkeypatch.setattr(trainer.shutil, "rmtree", real_rmtree)
+    monkeypatch.setattr(run_folder.shutil, "rmtree", real_rmtree)
     train(cfg, TRAIN, DEV, tmp_path / "judge", progress=False, keep_evaluations=1)
     assert _steps(tmp_path / "judge-run") == ["step-000004"]

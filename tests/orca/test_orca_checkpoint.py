@@ -308,11 +308,3 @@ def test_published_layout_checkpoints_are_not_updated_in_place(tmp_path):
     _published_checkpoint(tmp_path / "pub", "beta", 2)
     with pytest.raises(CheckpointError, match="only native checkpoints update"):
         update_metrics(tmp_path / "pub", {"heldout": {}})
-
-
-def test_load_adapter_stays_importable_from_the_judge_module_with_a_warning():
-    from orca_judge import checkpoint
-
-    with pytest.warns(DeprecationWarning, match="moved to orca_judge.checkpoint.load_adapter"):
-        from orca_judge.judge import load_adapter
-    assert load_adapter is checkpoint.load_adapter

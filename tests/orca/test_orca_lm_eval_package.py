@@ -1,4 +1,4 @@
-"""orca_judge.lm_eval: one judge session per evaluation, no module caches, old paths kept."""
+"""orca_judge.lm_eval: one judge session per evaluation, no module caches, one version gate."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ PACKAGE_MODULES = (
     "orca_judge.lm_eval.human",
     "orca_judge.lm_eval.compat",
 )
-OLD_MODULES = ("orca_judge.lm_eval_metric", "orca_judge.lm_eval_hook", "orca_judge.lm_eval_human")
 MUTABLE = (dict, list, set, OrderedDict, deque, bytearray)
 
 
@@ -56,7 +55,7 @@ def test_settings_payloads_and_per_item_import_no_harness():
     assert "lm_eval" not in modules
 
 
-@pytest.mark.parametrize("name", PACKAGE_MODULES + OLD_MODULES)
+@pytest.mark.parametrize("name", PACKAGE_MODULES)
 def test_no_module_level_mutable_state(name):
     module = importlib.import_module(name)
     mutable = {
@@ -65,40 +64,6 @@ def test_no_module_level_mutable_state(name):
         if not attr.startswith("__") and isinstance(value, MUTABLE)
     }
     assert mutable == {}
-
-
-def test_old_import_paths_give_the_same_functions():
-    from orca_judge import calibration, lm_eval_hook, lm_eval_human, lm_eval_metric
-    from orca_judge.lm_eval import compat, human, metric, wiring
-    from orca_judge.metric import payloads, settings
-
-    assert lm_eval_metric.orca is metric.orca
-    assert lm_eval_metric.orca_aggregate is metric.orca_aggregate
-    assert lm_eval_metric.resolve_settings is settings.resolve_settings
-    assert lm_eval_metric.OrcaMetricSettings is settings.OrcaMetricSettings
-    assert lm_eval_metric.OrcaMetricError is settings.OrcaMetricError
-    assert lm_eval_metric.judge_inputs is payloads.judge_inputs
-    assert lm_eval_hook.install is wiring.install
-    assert lm_eval_hook.prepare_tasks is wiring.prepare_tasks
-    assert lm_eval_hook.built_tasks is compat.built_tasks
-    assert lm_eval_human.load_dataset is human.load_dataset
-    assert lm_eval_human.OrcaReplayLM is human.OrcaReplayLM
-    from aqua_tasks.reports import report
-
-    for name in report.CALIBRATION_NAMES:
-        assert getattr(report, name) is getattr(calibration, name)
-
-
-def test_old_modules_warn_once_imported_from_python():
-    for name in OLD_MODULES:
-        proc = subprocess.run(
-            [sys.executable, "-W", "error::DeprecationWarning", "-c", f"import {name}"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode != 0 and "DeprecationWarning" in proc.stderr, name
-        assert name.rpartition(".")[2].replace("lm_eval_", "") in proc.stderr
 
 
 def test_entry_points_and_task_config_name_the_new_package():
@@ -124,13 +89,16 @@ def test_entry_points_and_task_config_name_the_new_package():
     assert '"orca_judge.lm_eval",' in project
 
 
-def test_compat_names_the_lm_eval_versions_it_is_tested_against():
+def test_compat_names_the_lm_eval_versions_of_the_one_gate():
     from importlib.metadata import version
 
+    from eval_common.harness_versions import supported_range, unsupported_version
     from orca_judge.lm_eval import compat
 
-    assert version("lm-eval") in compat.TESTED_LM_EVAL_VERSIONS
-    assert "0.4.13" in inspect.getdoc(compat)
+    assert unsupported_version("lm-eval", version("lm-eval")) is None
+    assert "0.4.13" in inspect.getdoc(compat) and supported_range("lm-eval") in inspect.getdoc(
+        compat
+    )
     # No other module of the package reaches into lm-eval's private attributes or frames.
     for name in PACKAGE_MODULES:
         if name.endswith(".compat"):

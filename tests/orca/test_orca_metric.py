@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from orca_fixtures import synthetic_items, tiny_trained_checkpoint, write_jsonl
-from orca_judge.lm_eval_metric import OrcaMetricError, OrcaMetricSettings, resolve_settings
 
 from aqua_tasks.runs.orca_items import items_from_samples, read_samples
 from orca_judge.cli.score import main as orca_score
+from orca_judge.metric.settings import OrcaMetricError, OrcaMetricSettings, resolve_settings
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -85,7 +85,7 @@ def work(tmp_path_factory) -> dict:
     for folder, name, metric in (
         ("tasks", "tiny_qa", "orca"),
         ("tasks", "tiny_qa_copy", "orca"),
-        ("plain", "tiny_qa_plain", "!function orca_judge.lm_eval_metric.orca"),
+        ("plain", "tiny_qa_plain", "!function orca_judge.lm_eval.metric.orca"),
     ):
         (root / folder).mkdir(exist_ok=True)
         text = THIRD_PARTY_YAML.format(name=name, data=qa, metric=metric, checkpoint=judge)

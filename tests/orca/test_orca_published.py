@@ -300,7 +300,7 @@ def test_orca_train_builds_a_trainable_judge_on_a_multimodal_gemma3_backbone():
 
     from orca_judge.judge import encode_item, pad_token_id
     from orca_judge.model import collate
-    from orca_judge.training.loop import build_model
+    from orca_judge.training.model_init import build_model
 
     cfg = tiny_config(backbone=str(tiny_gemma3_dir(True)))
     model, tokenizer, _ = build_model(cfg, torch.device("cpu"))

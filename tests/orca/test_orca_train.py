@@ -8,14 +8,9 @@ from orca_fixtures import synthetic_items, tiny_config, tiny_trained_checkpoint
 
 from orca_judge import OrcaJudge
 from orca_judge.data import load_items
-from orca_judge.training.loop import (
-    Stage,
-    build_model,
-    epoch_batches,
-    lr_multiplier,
-    train,
-    train_curriculum,
-)
+from orca_judge.training.curriculum import Stage, train_curriculum
+from orca_judge.training.loop import epoch_batches, lr_multiplier, train
+from orca_judge.training.model_init import build_model
 
 TRAIN = load_items(synthetic_items(64, 1, "tr"))
 DEV = load_items(synthetic_items(24, 2, "dv"))
@@ -158,7 +153,7 @@ def test_a_dev_set_with_an_undefined_correlation_is_refused_before_training(
 
 
 def test_continuing_from_a_checkpoint_builds_the_model_with_the_checkpoint_loader(monkeypatch):
-    import orca_judge.training.loop as train_module
+    import orca_judge.training.model_init as train_module
     from orca_judge.checkpoint import load_model
 
     calls = []
@@ -211,7 +206,7 @@ def test_gradient_checkpointing_changes_memory_not_results(tmp_path):
 
 def test_the_training_backbone_recomputes_activations_only_while_training():
     model, _, _ = build_model(tiny_config(), torch.device("cpu"))
-    from orca_judge.training.loop import enable_gradient_checkpointing
+    from orca_judge.training.model_init import enable_gradient_checkpointing
 
     enable_gradient_checkpointing(model)
     assert model.backbone.get_base_model().is_gradient_checkpointing

@@ -113,7 +113,7 @@ def test_resume_with_other_split_settings_is_refused_naming_them(
 
 
 def test_an_undefined_dev_rho_is_never_kept_as_the_best(tmp_path, monkeypatch):
-    import orca_judge.training.loop as train_module
+    import orca_judge.training.evaluation as train_module
 
     real = train_module.agreement
 

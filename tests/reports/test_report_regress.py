@@ -30,8 +30,11 @@ from aqua_tasks.gate.paired import (
     mcnemar_exact_p,
     paired_bootstrap_ca,
 )
-from aqua_tasks.reports import report
-from aqua_tasks.runs import reader as runs_module
+from aqua_tasks.reports.charts import plot_table
+from aqua_tasks.reports.folder import write_report
+from aqua_tasks.reports.run_metrics import load_run_metrics, split_task
+from aqua_tasks.reports.tables import COLUMNS, UNPARSED, build_table
+from aqua_tasks.runs import read_run
 
 LIMIT = 480  # 120 clips of the track: every clip's four items are in the run
 
@@ -93,36 +96,6 @@ def aqua_eval(out: Path, released_dir: Path, *args: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def builtin_index_parsed_once():
-    """Parse lm-eval's ~14k built-in task YAMLs once for this module's runs.
-
-    Re-parsing them is ~85 % of each run's time here and none of them is ever loaded by these
-    runs; our own task folder is still indexed afresh on every run.
-    """
-    import lm_eval.tasks
-    from lm_eval.tasks._index import TaskIndex
-
-    original = TaskIndex.build
-    builtin = Path(lm_eval.tasks.__file__).parent
-    cache: dict[Path, dict] = {}
-
-    def build(paths, *, resolve_includes=True):
-        index: dict = {}
-        for root in map(Path, paths):
-            if root != builtin:
-                index.update(original([root], resolve_includes=resolve_includes))
-                continue
-            if root not in cache:
-                cache[root] = original([root], resolve_includes=resolve_includes)
-            index.update(cache[root])
-        return index
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(TaskIndex, "build", staticmethod(build))
-        yield
-
-
-@pytest.fixture(scope="module")
 def runs(tmp_path_factory, released_dir, builtin_index_parsed_once) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("runs")
     out = {}
@@ -171,8 +144,8 @@ def test_report_table_values_equal_the_runs_metrics_in_markdown_and_csv(runs, ca
     assert "Qwen2-Audio (published)" in labels and "Qwen2.5-Omni† (published)" in labels
     for row, run in zip(rows, (runs["reject"], runs["base"]), strict=False):
         for task, m in lm_eval_metrics(run).items():
-            track = report.split_task(task)[1]  # the pooled row `aqua` is column `all`
-            for column, metric, n_key in (*report.COLUMNS, report.UNPARSED):
+            track = split_task(task)[1]  # the pooled row `aqua` is column `all`
+            for column, metric, n_key in (*COLUMNS, UNPARSED):
                 value = row[f"{track}_{column.lower()}"]
                 if math.isnan(m[metric]):
                     assert value == ""
@@ -196,16 +169,16 @@ def test_report_table_values_equal_the_runs_metrics_in_markdown_and_csv(runs, ca
 def test_report_chart_shows_intervals_n_the_both_right_share_and_each_rows_extractor(
     runs, tmp_path
 ):
-    table = report.build_table(
-        [report.load_run(runs["reject"]), report.load_run(runs["base"])],
+    table = build_table(
+        [load_run_metrics(runs["reject"]), load_run_metrics(runs["base"])],
         labels=["rej", "base"],
         published=True,
     )
-    written = report.write_report(table, tmp_path, vector="pdf")
+    written = write_report(table, tmp_path, vector="pdf")
     png = written["chart"].read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     assert written["chart_vector"].read_bytes()[:5] == b"%PDF-"
-    fig = report.plot_table(table)
+    fig = plot_table(table)
     titles = [ax.get_title(loc="left") for ax in fig.axes]
     assert titles == ["Animal", "Vocal", "All tracks (clips pooled)"]
     animal, vocal, pooled = fig.axes
@@ -461,10 +434,10 @@ def test_a_run_records_its_manifest_once_and_each_item_reads_it_from_the_results
     (samples,) = runs["base"].rglob("samples_aqua_animal_*.jsonl")
     docs = [json.loads(line)["doc"] for line in samples.read_text().splitlines()]
     assert {k for d in docs for k in d} & set(MANIFEST_FIELDS) == set(DOC_FIELDS)
-    items = runs_module.read_run(runs["base"]).aqua_items
+    items = read_run(runs["base"]).aqua_items
     assert len(items) == LIMIT and all(i.manifest == manifest for i in items)
     # Read alone, a samples file says which fields it cannot know rather than guessing them.
-    alone = runs_module.read_run(samples).aqua_items
+    alone = read_run(samples).aqua_items
     unknown = set(MANIFEST_FIELDS) - set(DOC_FIELDS)
     for item in alone:
         assert {k for k, v in item.manifest.items() if v is None} == unknown

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from aqua_tasks import runs
 from aqua_tasks.cli import orca_items as cli_lm_eval_items
 from aqua_tasks.cli import regress as cli_regress
 from aqua_tasks.cli import report as cli_report
 from aqua_tasks.cli.score import main as aqua_score
 from aqua_tasks.core.data import TRACK_FILE_STEMS
-from aqua_tasks.runs import reader as runs
-from aqua_tasks.runs.lmms_eval_logs import HARNESS_LM_EVAL, HARNESS_LMMS_EVAL, task_setting
+from aqua_tasks.runs import HARNESS_LM_EVAL, HARNESS_LMMS_EVAL
+from aqua_tasks.runs.lmms_eval_logs import task_setting
 
 DATA = Path(__file__).parents[1] / "data"
 LEGACY = DATA / "legacy_run_0_1_0"

@@ -16,12 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from aqua_tasks import runs
 from aqua_tasks.cli import regress as cli_regress
 from aqua_tasks.cli import report as cli_report
 from aqua_tasks.cli.score import main as aqua_score
 from aqua_tasks.core.data import TRACK_FILE_STEMS, load_json_file
 from aqua_tasks.core.manifest import MANIFEST_FIELDS
-from aqua_tasks.runs import reader as runs
+from aqua_tasks.runs.discovery import newest, output_file
+from aqua_tasks.runs.lm_eval_samples import read_samples_file
 
 LEGACY = Path(__file__).parents[1] / "data" / "legacy_run_0_1_0"
 LEGACY_STAMP = "2026-12-01T03-08-18.454234"
@@ -122,14 +124,14 @@ def test_newest_evaluation_is_the_one_recorded_last_not_the_one_named_last(capsy
 
 
 def test_newest_falls_back_to_the_file_name_time_then_to_mtime(tmp_path):
-    named = runs.output_file(tmp_path / "x", "results", "", "2026-01-02T03-04-05.5", None)
+    named = output_file(tmp_path / "x", "results", "", "2026-01-02T03-04-05.5", None)
     assert named.time_from == "file name"
     (tmp_path / "y").write_text("")
-    unnamed = runs.output_file(tmp_path / "y", "samples", "t", "not-a-time", None)
+    unnamed = output_file(tmp_path / "y", "samples", "t", "not-a-time", None)
     assert unnamed.time_from == "mtime"
-    recorded = runs.output_file(tmp_path / "x", "results", "", "2026-01-02T03-04-05", 5.0)
+    recorded = output_file(tmp_path / "x", "results", "", "2026-01-02T03-04-05", 5.0)
     assert (recorded.time_from, recorded.time) == ("recorded", 5.0)
-    picked = runs.newest([named, recorded])
+    picked = newest([named, recorded])
     assert picked[""] is named  # 2026 is after 5 s past the epoch
 
 
@@ -215,7 +217,8 @@ def test_old_import_paths_keep_working():
     assert SavedReply is runs.RunItem
     assert len(read_replies(LEGACY)) == 24
     from aqua_tasks.lm_eval.task import audio_enabled, doc_to_item, item_to_doc
-    from aqua_tasks.reports.report import newest_results_file, run_label
+    from aqua_tasks.reports.run_metrics import newest_results_file
+    from aqua_tasks.runs import run_label
 
     assert audio_enabled({"audio": "off"}) is False and callable(doc_to_item)
     assert callable(item_to_doc) and run_label({"model": "m"}) == "m"
@@ -229,4 +232,4 @@ def test_malformed_lines_name_file_and_line(tmp_path):
         list(runs.iter_jsonl(path))
     path.write_text('{"doc_id": 0, "doc": {"track": "animal", "options": []}}\n')
     with pytest.raises(runs.RunError, match=r"jsonl:1: malformed AQUA doc \(no field 'id'\)"):
-        runs.read_samples_file(path)
+        read_samples_file(path)

@@ -42,7 +42,8 @@ from aqua_tasks.models.api.payload import (
     digest_part,
     wav_bytes,
 )
-from aqua_tasks.models.hf_audio_lm import cut_at_stop, positive_int
+from aqua_tasks.models.audio_prompts import cut_at_stop, request_clips
+from aqua_tasks.models.hf_audio_lm_settings import positive_int
 from eval_common.cli import parse_bool, progress
 
 NAME = "openai-audio-chat"
@@ -285,15 +286,7 @@ class OpenAIAudioChatLM(LM):
 
     @staticmethod
     def _clips(request: Instance) -> list[Mapping[str, Any]]:
-        extra = request.args[2] if len(request.args) > 2 else None
-        audio = extra.get("audio") if isinstance(extra, Mapping) else None
-        if not audio:
-            raise ValueError(
-                f"task {request.task_name!r} doc {request.doc_id}: request carries no audio; "
-                f"{NAME} needs a task with doc_to_audio (text-only runs: lm-eval's "
-                "local-chat-completions)"
-            )
-        return list(audio)
+        return request_clips(request, NAME, "lm-eval's local-chat-completions")
 
     def _body(
         self,

@@ -18,7 +18,7 @@ import numpy as np
 import soundfile as sf
 
 from aqua_tasks.audio.clips import TARGET_SAMPLING_RATE
-from aqua_tasks.models.hf_audio_lm import AUDIO_PLACEHOLDER, chat_content, mono_waveform
+from aqua_tasks.models.audio_prompts import AUDIO_PLACEHOLDER, chat_content, mono_waveform
 
 AUDIO_FORMATS = ("input_audio", "audio_url")
 Part = dict[str, Any]

@@ -1,3 +1,14 @@
+"""`official`, the AQUA-Bench authors' rule from their `evaluation.py`, quirks included."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+
+from aqua_tasks.core.extract.verdict import Extraction, checked_options
+
+
 @lru_cache(maxsize=26)
 def _official_pattern(last: str) -> re.Pattern[str]:
     return re.compile(rf"\(?([a-{last}])\)?\b")

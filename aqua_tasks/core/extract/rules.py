@@ -1,3 +1,38 @@
+"""`aqua-rules`, our extractor: the option a free-form reply commits to, never a guess.
+
+The ordered rules are in docs/extraction.md; this module holds the decisions, and the
+`rules_*` modules beside it the words, the mentions of options and the non-answers.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from aqua_tasks.core.extract.rules_mentions import (
+    Mention,
+    Mentions,
+    find_mentions,
+    letter_mention,
+    post_negated,
+    pre_negated,
+)
+from aqua_tasks.core.extract.rules_non_answers import SHORT_REPLY_WORDS, no_answer
+from aqua_tasks.core.extract.rules_words import (
+    NEXT_WORD,
+    NO_REJECTION,
+    WORD,
+    Item,
+    compile_item,
+    stem_of,
+)
+from aqua_tasks.core.extract.verdict import Extraction, checked_options
+
+DEFAULT_REJECTIONS: tuple[str, ...] = ("None of the above", "Unanswerable")
+
 # Markdown emphasis is dropped, not spaced, so "**(E)**" becomes "(E)".
 _TRANSLATE = str.maketrans("‘’“”_", "''\"\" ", "*`#~")
 # Patterns run on an ASCII-lowered copy: same length, so positions agree with the original,
@@ -41,6 +76,7 @@ _LEAD_VOCABULARY = (
 _LEAD_WORDS = frozenset(_LEAD_VOCABULARY.split())
 _HEDGE = re.compile(r"\b(?:maybe|perhaps|possibly|probably|likely|might|may|could|or|guess)\b")
 _LEAD_MAX_WORDS = 6
+
 
 class _Target(NamedTuple):
     cue: str

@@ -1,3 +1,13 @@
+"""`mmau-string-match`, MMAU's published `string_match` scorer read as an extractor."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+
+from aqua_tasks.core.extract.verdict import Extraction, canonical_indices, checked_options
+
 _MMAU_TOKEN = re.compile(r"\b\w+\b")
 
 
@@ -26,7 +36,7 @@ def extract_string_match(reply: str, options: Sequence[str]) -> Extraction:
     """The single option for which MMAU's `string_match` holds; none or several: unparsed."""
     opts = checked_options(reply, options)
     predicted, tokens = _mmau_tokens(reply), _choice_tokens(opts)
-    canon = compile_item(opts, ()).canon
+    canon = canonical_indices(opts)
     # Repeated option strings (a defect of the released data) are one option, as gold is.
     passing = sorted({canon[i] for i, t in enumerate(tokens) if _holds(predicted, t, tokens)})
     if len(passing) == 1:

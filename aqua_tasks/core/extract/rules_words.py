@@ -1,6 +1,18 @@
-WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
-FILLERS = frozenset({"a", "an", "the", "of", "his", "her", "their", "its", "my", "your"})
+"""The words of `aqua-rules`: crude stems, and each option list compiled for matching them."""
 
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from typing import NamedTuple
+
+from aqua_tasks.core.extract.verdict import canonical_indices, fold
+
+NO_REJECTION = -1  # pseudo option index: a rejection on an item without a rejection option
+WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+NEXT_WORD = re.compile(r"\s+([A-Za-z]+)")
+FILLERS = frozenset({"a", "an", "the", "of", "his", "her", "their", "its", "my", "your"})
 # Benchmark class names whose everyday form is not an inflection of the option text.
 _ALIASES: dict[str, tuple[str, ...]] = {
     "laughter": ("laugh",),
@@ -8,8 +20,6 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "drum set": ("drum kit", "drums"),
 }
 
-
-NEXT_WORD = re.compile(r"\s+([A-Za-z]+)")
 
 @lru_cache(maxsize=65536)
 def stem_of(word: str) -> str:
@@ -36,6 +46,8 @@ def _key(phrase: str) -> tuple[str, ...]:
 
 
 class Item(NamedTuple):
+    """An option list as the rules match it: stems, head words, the rejection option."""
+
     options: tuple[str, ...]
     canon: tuple[int, ...]  # first index with the same text: duplicates resolve to it
     keys: dict[str, list[tuple[int, tuple[str, ...]]]]  # first stem -> (index, all stems)
@@ -46,8 +58,9 @@ class Item(NamedTuple):
 
 @lru_cache(maxsize=4096)  # the same option lists recur thousands of times
 def compile_item(options: tuple[str, ...], rejections: tuple[str, ...]) -> Item:
-    folded = [" ".join(o.casefold().split()) for o in options]
-    canon = tuple(folded.index(f) for f in folded)
+    """The options compiled for matching, the first of `rejections` found among them marked."""
+    folded = [fold(o) for o in options]
+    canon = canonical_indices(options)
     keys: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
     head_owners: dict[str, set[int]] = {}
     own = {_key(text) for text in options}
@@ -60,7 +73,7 @@ def compile_item(options: tuple[str, ...], rejections: tuple[str, ...]) -> Item:
             keys.setdefault(stems[0], []).append((canon[i], stems))
             head_owners.setdefault(stems[-1], set()).add(canon[i] if len(stems) > 1 else -2)
     heads = {h: next(iter(o)) for h, o in head_owners.items() if len(o) == 1 and -2 not in o}
-    wanted = {" ".join(r.casefold().split()) for r in rejections}
+    wanted = {fold(r) for r in rejections}
     rejection = next((canon[i] for i, f in enumerate(folded) if f in wanted), NO_REJECTION)
     # A word starts with the first two letters of its stem ("puppies" -> "puppy" too); words
     # starting with a non-ASCII letter ("École") or an elision ("O'Hare") always qualify.
@@ -68,4 +81,3 @@ def compile_item(options: tuple[str, ...], rejections: tuple[str, ...]) -> Item:
     alternatives = "|".join([*prefixes, r"[^\x00-\x7f]", r"\w'"])
     starts = re.compile(rf"(?<![\w'])(?:{alternatives})")
     return Item(options, canon, keys, heads, rejection, starts)
-

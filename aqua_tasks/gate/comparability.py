@@ -1,42 +1,30 @@
-"""The regression gate: whether two runs are comparable, and their paired comparisons.
+"""Whether two runs can be compared item by item, and the first reason when they cannot.
 
-Reads two runs (through `aqua_tasks.runs`), refuses pairs that cannot be compared item by item
-(tasks, items, manifest, audio mode, judge checkpoint), compares every metric with the tests in
-`aqua_tasks.gate.paired` and writes the Markdown summary. `aqua-regress` is its command line.
+Each run is read once by `aqua_tasks.runs` into a `ComparedRun`; pairs that differ in tasks,
+items, manifest, audio mode, prompts, questions or judge checkpoint are refused.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from aqua_tasks.core.data import AquaDataError
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, EXTRACTOR_ALIASES
 from aqua_tasks.core.manifest import MANIFEST_FIELDS
-from aqua_tasks.core.scoring import metric_value
-from aqua_tasks.gate.paired import (
-    JUDGE_METRIC,
-    MIN_JUDGE_UNITS,
-    MetricComparison,
-    compare_judge,
-    compare_task,
-)
-from aqua_tasks.runs.judge_results import JudgeResults, JudgeResultsError, read_judge_results
-from aqua_tasks.runs.lmms_eval_logs import HARNESS_LM_EVAL
-from aqua_tasks.runs.reader import (
+from aqua_tasks.runs import (
+    HARNESS_LM_EVAL,
+    JudgeResults,
+    JudgeResultsError,
     RunItem,
     iter_tasks,
+    read_judge_results,
     read_run,
     require_aqua_items,
-    score_items,
 )
-from eval_common.cli import progress as progress_bar
 
-EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 1, 2
 # Manifest fields that must match; package_version and the file name may differ. Both runs
 # are re-scored here by the current code of their extractor, so a recorded extractor version
 # (or an old name of the same extractor) is no reason to refuse a baseline.
@@ -53,20 +41,9 @@ COMPARED_MANIFEST = (
 # only manifest.DOC_FIELDS) and the clip index (derived from the data file, whose hash is
 # compared), so runs of either doc layout compare.
 LOCAL_DOC_FIELDS = frozenset({"audio_path", "audio_error", "clip_index", *MANIFEST_FIELDS})
-METRIC_NAMES = {
-    "acc": "Ori (acc)",
-    "ca_aad": "CA AAD",
-    "ca_iasd": "CA IASD",
-    "ca_iaqd": "CA IAQD",
-    "joint_aad": "joint AAD",
-    "joint_iasd": "joint IASD",
-    "joint_iaqd": "joint IAQD",
-    "unparsed_rate": "unparsed",
-}
 # Judge inputs that must agree item by item for judge scores to be comparable (the
 # candidate's reply is what is compared).
 JUDGE_INPUTS = ("question", "reference", "rationale", "transcript", "ratings")
-SCORE_CHUNK = 500
 
 
 @dataclass(frozen=True)
@@ -88,7 +65,7 @@ class ComparedRun:
     harness: str = HARNESS_LM_EVAL
 
 
-def load_run(path: Path, data_dir: Path | None = None) -> ComparedRun:
+def load_compared_run(path: Path, data_dir: Path | None = None) -> ComparedRun:
     """Replies, logged hashes, judge results, label and audio mode of a run folder or file.
 
     `data_dir` (the released files) rebuilds the items of an lmms-eval log, which logs none;
@@ -288,219 +265,3 @@ def _judge_reason(base: ComparedRun, cand: ComparedRun) -> str | None:
             if reason is not None:
                 return reason
     return None
-
-
-def _values(replies: list[RunItem], progress: Any) -> list[dict]:
-    out = []
-    for start in range(0, len(replies), SCORE_CHUNK):
-        chunk = replies[start : start + SCORE_CHUNK]
-        verdicts = score_items(chunk)
-        out.extend(metric_value(v) for v in verdicts)
-        progress.update(len(chunk))
-    return out
-
-
-def _judge_comparison(
-    base: ComparedRun,
-    cand: ComparedRun,
-    key: tuple[str, str],
-    *,
-    n_boot: int,
-    seed: int,
-    min_units: int,
-) -> MetricComparison:
-    task, filter_name = key
-    b, c = base.judges[key].by_key(), cand.judges[key].by_key()
-    # AQUA items are resampled by clip, as the four items of a clip are not independent.
-    clips = {str(r.item.id): r.item.clip_key for r in base.replies if r.task == task}
-    groups = clips if clips and clips.keys() >= b.keys() else None
-    return compare_judge(
-        task,
-        filter_name,
-        {k: float(r["orca"]) for k, r in b.items()},
-        {k: float(r["orca"]) for k, r in c.items()},
-        groups,
-        n_boot=n_boot,
-        seed=seed,
-        min_units=min_units,
-    )
-
-
-def compare_runs(
-    base: ComparedRun,
-    cand: ComparedRun,
-    *,
-    n_boot: int,
-    seed: int,
-    min_ca_clips: int,
-    min_judge_items: int = MIN_JUDGE_UNITS,
-    progress: bool = True,
-) -> list[MetricComparison]:
-    """Unadjusted comparisons of every tested metric and judge score, in task order."""
-    base_tasks = dict(iter_tasks(base.replies))
-    cand_tasks = dict(iter_tasks(cand.replies))
-    comparisons: list[MetricComparison] = []
-    total = len(base.replies) + len(cand.replies)
-    with progress_bar(None, "scoring", progress, total=total) as bar:
-        for task in sorted(set(base_tasks) | {t for t, _ in base.judges}):
-            if task in base_tasks:
-                comparisons += compare_task(
-                    task,
-                    _values(base_tasks[task], bar),
-                    _values(cand_tasks[task], bar),
-                    n_boot=n_boot,
-                    seed=seed,
-                    min_ca_clips=min_ca_clips,
-                )
-            comparisons += [
-                _judge_comparison(
-                    base, cand, key, n_boot=n_boot, seed=seed, min_units=min_judge_items
-                )
-                for key in sorted(base.judges)
-                if key[0] == task
-            ]
-    return comparisons
-
-
-def metric_name(metric: str) -> str:
-    """How a compared metric is named in the summary."""
-    if metric.startswith(f"{JUDGE_METRIC},"):
-        filter_name = metric.partition(",")[2]
-        return "ORCA judge" + ("" if filter_name == "none" else f" [{filter_name}]")
-    return METRIC_NAMES[metric]
-
-
-def _num(value: float | None, digits: int = 1) -> str:
-    return "—" if value is None or math.isnan(value) else f"{value:.{digits}f}"
-
-
-def _p(value: float) -> str:
-    return "—" if math.isnan(value) else (f"{value:.3f}" if value >= 0.001 else f"{value:.1e}")
-
-
-def _verdict(c: MetricComparison) -> str:
-    if c.regression:
-        return "**REGRESSION**"
-    if c.improvement:
-        return "improved"
-    return "—" if math.isnan(c.p_holm) else "ok"
-
-
-def _test_text(c: MetricComparison) -> str:
-    if c.note:
-        return c.note
-    if c.test == "mcnemar":
-        return f"McNemar −{c.lost}/+{c.gained}"
-    unit = c.test.removesuffix("_bootstrap") + " " if c.test.endswith("_bootstrap") else ""
-    return f"{unit}bootstrap CI [{_num(_scale(c.ci_low))}, {_num(_scale(c.ci_high))}]"
-
-
-def _scale(value: float | None) -> float | None:
-    return None if value is None else value * 100
-
-
-def headline(
-    comparisons: Sequence[MetricComparison], reason: str | None, max_drop: float, alpha: float
-) -> str:
-    """The one-line result."""
-    if reason is not None:
-        return f"not comparable: {reason}"
-    bad = [c for c in comparisons if c.regression]
-    if bad:
-        worst = max(bad, key=lambda c: c.drop_points)
-        return (
-            f"REGRESSION in {len(bad)} of {len(comparisons)} comparisons; worst: {worst.task} "
-            f"{metric_name(worst.metric)} {worst.delta_points:+.1f} points "
-            f"(Holm p = {_p(worst.p_holm)})"
-        )
-    return (
-        f"no regression ({len(comparisons)} comparisons; a drop counts above {max_drop:g} "
-        f"points at Holm-adjusted p < {alpha:g})"
-    )
-
-
-def markdown_summary(
-    base: ComparedRun,
-    cand: ComparedRun,
-    comparisons: Sequence[MetricComparison],
-    reason: str | None,
-    *,
-    max_drop: float,
-    alpha: float,
-    n_boot: int,
-    seed: int,
-) -> str:
-    """A Markdown summary for a CI job page (e.g. GitHub's $GITHUB_STEP_SUMMARY)."""
-    if reason is not None:
-        status = "⚠️ not comparable"
-    elif any(c.regression for c in comparisons):
-        status = "❌ regression"
-    else:
-        status = "✅ no regression"
-    lines = [
-        f"## AQUA-Bench regression check: {status}",
-        "",
-        headline(comparisons, reason, max_drop, alpha),
-        "",
-        f"- baseline: `{base.path}` ({base.label}; {base.harness})",
-        f"- candidate: `{cand.path}` ({cand.label}; {cand.harness})",
-    ]
-    judged = any(c.metric.startswith(f"{JUDGE_METRIC},") for c in comparisons)
-    aqua = any(not c.metric.startswith(f"{JUDGE_METRIC},") for c in comparisons)
-    tests, legend = [], ["Values in %."]
-    if aqua:
-        tests.append(
-            "exact McNemar on paired items (Ori, joint, unparsed); paired clip bootstrap for CA"
-        )
-        legend.append(
-            "Ori = Solvable accuracy; CA = conditional accuracy (each run conditions on its own "
-            "Solvable answers); joint = Solvable and variant both right; unparsed: lower is "
-            "better. McNemar −lost/+gained counts the discordant items."
-        )
-    if judged:
-        tests.append(
-            "paired bootstrap of the mean ORCA judge score over items (over clips for AQUA items)"
-        )
-        legend.append(
-            "ORCA judge = mean per-item judge correctness on [0, 1] (the run's `orca` figure), "
-            "as %; the two runs were judged by the same checkpoint."
-        )
-    if reason is None:
-        lines += [
-            f"- rule: a regression is a drop of more than {max_drop:g} points that is significant "
-            f"at α = {alpha:g} after Holm correction over all {len(comparisons)} comparisons",
-            f"- tests: {'; '.join(tests)} ({n_boot} resamples, seed {seed})",
-            "",
-            "| task | metric | baseline | candidate | Δ points | n | test | p | p (Holm) | |",
-            "|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for c in comparisons:
-            lines.append(
-                f"| {c.task} | {metric_name(c.metric)} | {_num(_scale(c.baseline))} | "
-                f"{_num(_scale(c.candidate))} | {_num(c.delta_points)} | {c.n} | "
-                f"{_test_text(c)} | {_p(c.p_value)} | {_p(c.p_holm)} | {_verdict(c)} |"
-            )
-        lines += ["", " ".join(legend)]
-    return "\n".join(lines) + "\n"
-
-
-def comparison_record(c: MetricComparison) -> dict[str, Any]:
-    """One comparison as a JSON-ready row (intervals in points, like the deltas)."""
-    return {
-        "task": c.task,
-        "metric": c.metric,
-        "test": c.test,
-        "baseline": c.baseline,
-        "candidate": c.candidate,
-        "delta_points": c.delta_points,
-        "n": c.n,
-        "note": c.note,
-        "lost": c.lost,
-        "gained": c.gained,
-        "ci_low_points": _scale(c.ci_low),
-        "ci_high_points": _scale(c.ci_high),
-        "p_value": c.p_value,
-        "p_holm": c.p_holm,
-        "regression": c.regression,
-        "improvement": c.improvement,
-    }

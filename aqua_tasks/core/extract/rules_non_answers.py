@@ -1,3 +1,15 @@
+"""Replies `aqua-rules` reads as no answer at all: an error, a refusal, or no commitment."""
+
+from __future__ import annotations
+
+import re
+
+from aqua_tasks.core.extract.rules_mentions import Mentions
+from aqua_tasks.core.extract.rules_words import WORD
+from aqua_tasks.core.extract.verdict import Extraction
+
+# A reply this short that names no option is chatter, or names something else ("Trombone").
+SHORT_REPLY_WORDS = 6
 # Three kinds of no answer: the endpoint failed, the model declined, or it said nothing.
 _ERROR = re.compile(
     r"^\W*(?:error|exception|traceback|fatal|failed|failure)\b|\brate[\s-]?limit(?:ed)?\b"
@@ -27,6 +39,7 @@ _CHATTER_VOCABULARY = (
 )
 _CHATTER = frozenset(_CHATTER_VOCABULARY.split())
 
+
 def no_answer(text: str, low: str, committed: Mentions) -> Extraction | None:
     """An error, a capability refusal or a reply without commitment: nothing to score."""
     if not any(m.kind != "rejection" for m in committed.items):
@@ -44,4 +57,3 @@ def no_answer(text: str, low: str, committed: Mentions) -> Extraction | None:
     if len(words) <= SHORT_REPLY_WORDS and _CHATTER.issuperset(words):
         return Extraction(None, False, f"no-commitment: chatter {text[:40]!r}")
     return None
-

@@ -1,10 +1,27 @@
+"""Where a reply names an option under `aqua-rules`: letters, texts, rejections, negations."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from itertools import pairwise
+from typing import NamedTuple
+
+from aqua_tasks.core.extract.rules_words import (
+    FILLERS,
+    NEXT_WORD,
+    NO_REJECTION,
+    WORD,
+    Item,
+    stem_of,
+)
+
 _WRAPPED_LETTER = re.compile(
     r"(?<!\w)[(\[{]\s*([a-z])\s*[)\]}]"  # (e) [E] {e}
     r"|(?<![\w(\[{])([a-z])\)"  # e)
     r"|\b(?:option|choice|letter)\s*[:#]?\s*\(?([a-z])(?:\)|\b(?!['-]))"  # option e
 )
 _UPPER_LETTER = re.compile(r"(?<![\w'.-])[A-Z](?![\w'-]|\.\w)")
-
 # After an uppercase letter these words keep it a letter ("B is correct", not "E string").
 _LETTER_VERBS = frozenset({"is", "was", "seems", "sounds", "fits", "matches", "would", "because"})
 _ARTICLE_BEFORE = re.compile(r"\b(?:a|an|the) $")
@@ -48,7 +65,10 @@ _POST_NEGATION = re.compile(
     r"|ruled\s+out|excluded|eliminated|different|less\s+likely)\b"
 )
 
+
 class Mention(NamedTuple):
+    """A place where the reply names one option (or, a letter on another's text, two)."""
+
     start: int
     end: int
     idxs: frozenset[int]  # more than one: a letter labelling another option's text
@@ -58,6 +78,7 @@ class Mention(NamedTuple):
 
 
 def letter_mention(m: re.Match[str], letter: str, item: Item) -> Mention | None:
+    """The mention of option `letter` that `m` matched, or None if the item has no such option."""
     i = ord(letter.lower()) - ord("a")
     if i >= len(item.options):
         return None
@@ -217,4 +238,3 @@ class Mentions:
         flags = _committed_flags(masked_low, self.items)
         kept = [m for m, ok in zip(self.items, flags, strict=True) if ok]
         return Mentions(_drop_verb_collisions(kept, masked_low))
-

@@ -1,0 +1,38 @@
+"""`python -m aqua_tasks.cli.chat_stub`: serve the local audio chat stub until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from collections.abc import Sequence
+
+from aqua_tasks.testing import chat_stub
+from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
+
+PROG = "python -m aqua_tasks.cli.chat_stub"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The chat stub's argument parser."""
+    parser = argparse.ArgumentParser(prog=PROG, description=chat_stub.__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added per request")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the stub in the foreground until Ctrl-C."""
+    args = build_parser().parse_args(argv)
+    server, state = start_stub(StubConfig(latency=args.latency), args.host, args.port)
+    print(f"serving {stub_url(server)} (Ctrl-C stops)", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.shutdown()
+    print(f"{len(state.requests)} requests, {len(state.problems)} with audio problems")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

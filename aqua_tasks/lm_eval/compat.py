@@ -1,0 +1,116 @@
+"""Every place AQUA relies on lm-evaluation-harness internals, for the versions of one gate.
+
+lm-eval has no hook for a plugin's task folder, for its command-line run or for the results
+its CLI computes; AQUA gets them here, from internals of lm-eval 0.4.13:
+
+- `index_task_folder`: wraps `TaskManager.__init__(self, verbosity, include_path,
+  include_defaults, metadata)` (those parameters, in that order) so that every TaskManager
+  also indexes the AQUA task folder;
+- `patch_run_command`: wraps the static `Run._execute(args)` of `lm_eval._cli.run`, which
+  runs the `lm_eval run` command;
+- `returning_simple_evaluate`: lm-eval's CLI calls `lm_eval.simple_evaluate`, resolved at run
+  time through the package's lazy module `__getattr__`, and drops its results; an attribute
+  of the package shadows it for the duration of a run;
+- `before_first_simple_evaluate`: `lm_eval.evaluator.simple_evaluate`, looked up at call time;
+- `harness_cli`: `HarnessCLI`'s argparse parser is its private `_parser`.
+
+Which versions: `eval_common.harness_versions`, the range pyproject.toml requires
+(`lm-eval>=0.4.13,<0.5`), tested with 0.4.13. Outside it the start-up hook patches nothing
+and `aqua-eval` / `register_all()` stop with the reason. ORCA's own lm-eval internals (the
+evaluate() and aggregation wrappers, private task tables) are `orca_judge.lm_eval.compat`.
+A new lm-eval version is supported by changing the compat modules and that gate only.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any
+
+from eval_common.harness_versions import unsupported_version
+
+# Attributes of our wrappers, so that patching twice is a no-op.
+_INDEXES_AQUA = "_indexes_aqua_tasks"
+_EXTENDED = "_aqua_extended"
+
+IncludePath = Callable[[Any, bool], Any]
+# around(execute, args): runs lm-eval's `run` command (execute(args)) with what it adds.
+Around = Callable[[Callable[[Any], None], Any], None]
+
+
+def lm_eval_problem() -> str | None:
+    """Why the installed lm-eval cannot be extended (None: a supported version)."""
+    import lm_eval
+
+    return unsupported_version("lm-eval", getattr(lm_eval, "__version__", None))
+
+
+def index_task_folder(task_manager_cls: type, folders: IncludePath) -> None:
+    """Every TaskManager indexes `folders(include_path, include_defaults)`; idempotent."""
+    init = task_manager_cls.__init__
+    if getattr(init, _INDEXES_AQUA, False):
+        return
+
+    @functools.wraps(init)
+    def __init__(
+        self: Any,
+        verbosity: str | None = None,
+        include_path: Any = None,
+        include_defaults: bool = True,
+        metadata: dict | None = None,
+    ) -> None:
+        init(self, verbosity, folders(include_path, include_defaults), include_defaults, metadata)
+
+    setattr(__init__, _INDEXES_AQUA, True)
+    task_manager_cls.__init__ = __init__
+
+
+def patch_run_command(run_cls: type, around: Around) -> None:
+    """lm-eval's `run` command runs inside `around(execute, args)`; idempotent."""
+    execute: Callable[[Any], None] = run_cls._execute
+    if getattr(execute, _EXTENDED, False):
+        return
+
+    @functools.wraps(execute)
+    def _execute(args: Any) -> None:
+        around(execute, args)
+
+    setattr(_execute, _EXTENDED, True)
+    run_cls._execute = staticmethod(_execute)
+
+
+@contextmanager
+def returning_simple_evaluate(replacement: Callable[..., Any]) -> Iterator[None]:
+    """Within: lm-eval's CLI calls `replacement` where it calls `lm_eval.simple_evaluate`."""
+    import lm_eval
+
+    lm_eval.simple_evaluate = replacement
+    try:
+        yield
+    finally:
+        del lm_eval.simple_evaluate
+
+
+def before_first_simple_evaluate(evaluator: ModuleType, step: Callable[[], object]) -> None:
+    """Run `step()` at the start of the evaluator's first simple_evaluate()."""
+    original = evaluator.simple_evaluate
+
+    @functools.wraps(original)
+    def simple_evaluate(*args: Any, **kwargs: Any) -> Any:
+        evaluator.simple_evaluate = original
+        step()
+        return original(*args, **kwargs)
+
+    evaluator.simple_evaluate = simple_evaluate
+
+
+def harness_cli(prog: str, description: str) -> Any:
+    """lm-eval's command-line parser, presented as `prog` with `description`."""
+    from lm_eval._cli import HarnessCLI
+
+    parser = HarnessCLI()
+    parser._parser.prog = prog
+    parser._parser.description = description
+    return parser

@@ -1,0 +1,100 @@
+"""`aqua-audiolm`'s model arguments, checked once: what to load, how to batch, where replies go.
+
+lm-eval hands model arguments over as strings (`--model_args batch_size=8,...`); this module
+turns them into typed settings and refuses bad ones with a message naming the argument.
+Choices that depend on the machine (device, dtype, process group) are made at load time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aqua_tasks.models.data_parallel import parse_max_memory
+from aqua_tasks.models.reply_journal import default_cache_dir
+from eval_common.cli import parse_bool
+
+# reply_cache values that turn the reply journal off.
+JOURNAL_OFF = ("off", "false", "no", "none", "0")
+
+
+def positive_int(name: str, value: object) -> int:
+    """A model argument that must be a positive integer."""
+    try:
+        number = int(str(value))
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise ValueError(f"{name}={value!r}: expected a positive integer")
+    return number
+
+
+@dataclass(frozen=True)
+class AudioLMSettings:
+    """The checked model arguments of one `aqua-audiolm`."""
+
+    pretrained: str  # Hub id or local folder
+    device: str | None  # asked for; resolved when the model is placed
+    dtype: str | None  # asked for; resolved for the device
+    batch_size: int
+    max_gen_toks: int | None  # None: each task's own limit
+    trust_remote_code: bool
+    system_prompt: str | None
+    revision: str | None
+    device_map: str | None
+    max_memory: dict[int | str, str] | None  # accelerate's mapping; only with device_map
+    reply_cache: str  # "auto", a folder, or one of JOURNAL_OFF
+
+    @classmethod
+    def from_model_args(
+        cls,
+        *,
+        pretrained: str | None,
+        device: str | None,
+        dtype: str | None,
+        batch_size: int | str,
+        max_gen_toks: int | str | None,
+        trust_remote_code: bool | str,
+        system_prompt: str | None,
+        revision: str | None,
+        device_map: str | None,
+        max_memory: str | None,
+        reply_cache: str | None,
+    ) -> AudioLMSettings:
+        """Settings from raw model arguments; ValueError naming the first bad one."""
+        if not pretrained:
+            raise ValueError(
+                "aqua-audiolm needs a model: --model_args pretrained=<hub id or folder>"
+            )
+        batch = positive_int("batch_size", batch_size)
+        max_new = None if max_gen_toks is None else positive_int("max_gen_toks", max_gen_toks)
+        memory = parse_max_memory(max_memory)
+        if memory is not None and not device_map:
+            raise ValueError("max_memory=... needs device_map (e.g. device_map=auto)")
+        return cls(
+            pretrained=str(pretrained),
+            device=device,
+            dtype=dtype,
+            batch_size=batch,
+            max_gen_toks=max_new,
+            trust_remote_code=parse_bool("trust_remote_code", trust_remote_code),
+            system_prompt=system_prompt or None,
+            revision=revision,
+            device_map=device_map or None,
+            max_memory=memory,
+            reply_cache=str(reply_cache if reply_cache is not None else "auto").strip(),
+        )
+
+    @property
+    def load_args(self) -> dict[str, Any]:
+        """What every `from_pretrained` call of the checkpoint gets."""
+        return {"revision": self.revision, "trust_remote_code": self.trust_remote_code}
+
+    def journal_folder(self) -> Path | None:
+        """Where the reply journal goes (None: reply_cache=off); `auto` is the default folder."""
+        choice = self.reply_cache.lower()
+        if choice in JOURNAL_OFF:
+            return None
+        folder = default_cache_dir() if choice in ("auto", "") else Path(self.reply_cache)
+        return folder.expanduser()

@@ -1,0 +1,371 @@
+"""Which files of a path make a saved run, which harness wrote them, and when.
+
+An lm-eval output folder holds `results_*.json`, `samples_*.jsonl` (written with
+`--log_samples`) and `orca_*.jsonl` (written by `metric: orca`); an lmms-eval one
+`<stamp>_results.json` and `<stamp>_samples_<task>.jsonl`; anything else is the AQUA-Bench
+authors' results JSON (a file, or a folder of them). `find_outputs` says which of them make
+the run: one harness's, in one folder, the newest samples per task.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from aqua_tasks.core.data import AquaDataError
+
+HARNESS_LM_EVAL = "lm-eval"
+HARNESS_LMMS_EVAL = "lmms-eval"
+HARNESS_AUTHORS = "authors' results"
+
+LMMS_STAMP_FORMAT = "%Y%m%d_%H%M%S"
+LMMS_RESULTS_NAME = re.compile(r"^(?P<stamp>\d{8}_\d{6})_results\.json$")
+LMMS_SAMPLES_NAME = re.compile(r"^(?P<stamp>\d{8}_\d{6})_samples_(?P<name>.+)\.jsonl$")
+# Keys only lmms-eval's results file has (lm-eval's has `lm_eval_version` and no such key).
+LMMS_RESULTS_KEYS = ("lmms_eval_version",)
+# lm-eval names its files <kind>_<...>_<local time>, the time as isoformat() with '-' for ':'.
+# lmms-eval names its files <local time>_<kind>..., the time as YYYYMMDD_HHMMSS.
+STAMP_FORMATS = ("%Y-%m-%dT%H-%M-%S.%f", "%Y-%m-%dT%H-%M-%S", LMMS_STAMP_FORMAT)
+RESULTS_NAME = re.compile(r"^results_(?P<stamp>.+)\.json$")
+# The task may hold '_'; the time stamp never does.
+SAMPLES_NAME = re.compile(r"^samples_(?P<name>.+)_(?P<stamp>[^_]+)\.jsonl$")
+# orca_pending_* (judge inputs of a failed pass) are not per-item results.
+JUDGE_NAME = re.compile(
+    r"^orca_(?!pending_)(?P<name>.+)_(?P<stamp>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d(?:\.\d+)?)\.jsonl$"
+)
+# (kind, harness, file-name pattern, glob) of every file a harness writes for a run.
+OUTPUT_NAMES: tuple[tuple[str, str, re.Pattern, str], ...] = (
+    ("results", HARNESS_LM_EVAL, RESULTS_NAME, "results_*.json"),
+    ("samples", HARNESS_LM_EVAL, SAMPLES_NAME, "samples_*.jsonl"),
+    ("judge", HARNESS_LM_EVAL, JUDGE_NAME, "orca_*.jsonl"),
+    ("results", HARNESS_LMMS_EVAL, LMMS_RESULTS_NAME, "*_results.json"),
+    ("samples", HARNESS_LMMS_EVAL, LMMS_SAMPLES_NAME, "*_samples_*.jsonl"),
+)
+
+
+class RunError(AquaDataError):
+    """A run cannot be read as asked; the message is one line naming the file, line or field."""
+
+
+class AmbiguousRunError(RunError):
+    """A folder holds the outputs of several runs in different sub-folders (e.g. two models)."""
+
+
+class TrackMismatchError(RunError):
+    """A file's name, its content or the track asked for disagree on the track."""
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line; RunError naming file:line when malformed."""
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8") as handle:
+            lines = list(enumerate(handle, 1))
+    except (OSError, UnicodeDecodeError) as error:
+        raise RunError(f"{path}: cannot read ({error})") from None
+    for line_no, line in lines:
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise RunError(f"{path}:{line_no}: malformed JSON ({error.msg})") from None
+        yield line_no, value
+
+
+def read_json(path: str | Path) -> Any:
+    """A JSON file's content; RunError naming the file when unreadable or malformed."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise RunError(f"{path}: malformed JSON ({error.msg}, line {error.lineno})") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise RunError(f"{path}: cannot read ({error})") from None
+
+
+def is_lmms_row(row: object) -> bool:
+    """Whether a samples row is lmms-eval's: a doc_id, target and reply, but no doc."""
+    return (
+        isinstance(row, Mapping)
+        and "doc" not in row
+        and "doc_id" in row
+        and "target" in row
+        and "filtered_resps" in row
+    )
+
+
+def is_lmms_results(payload: object) -> bool:
+    """Whether a results file's content was written by lmms-eval."""
+    return isinstance(payload, Mapping) and any(k in payload for k in LMMS_RESULTS_KEYS)
+
+
+def stamp_time(stamp: str) -> float | None:
+    """Seconds since the epoch of an lm-eval file-name time stamp (local time), or None."""
+    for fmt in STAMP_FORMATS:
+        try:
+            return datetime.strptime(stamp, fmt).timestamp()
+        except ValueError:
+            continue
+    return None
+
+
+@dataclass(frozen=True)
+class OutputFile:
+    """One file a harness wrote for a run, with when it was written and how that is known."""
+
+    path: Path
+    kind: str  # "results", "samples" or "judge"
+    name: str  # samples: the task; judge: task and filter; results: ""
+    stamp: str
+    time: float
+    time_from: str  # "recorded" (in the file or its results file), "file name" or "mtime"
+
+
+def output_file(path: Path, kind: str, name: str, stamp: str, recorded: object) -> OutputFile:
+    """An OutputFile timed by the recorded time, else its name's time stamp, else its mtime."""
+    if isinstance(recorded, (int, float)) and not isinstance(recorded, bool):
+        return OutputFile(path, kind, name, stamp, float(recorded), "recorded")
+    from_name = stamp_time(stamp)
+    if from_name is not None:
+        return OutputFile(path, kind, name, stamp, from_name, "file name")
+    return OutputFile(path, kind, name, stamp, path.stat().st_mtime, "mtime")
+
+
+def oldest_first(files: Iterable[OutputFile]) -> list[OutputFile]:
+    """Files by time; equal times by time stamp, then path, so the order is deterministic."""
+    return sorted(files, key=lambda f: (f.time, f.stamp, str(f.path)))
+
+
+def newest(files: Iterable[OutputFile]) -> dict[str, OutputFile]:
+    """The newest file per name."""
+    return {f.name: f for f in oldest_first(files)}
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """The files that make a run: one harness's outputs (newest per task) or authors' results.
+
+    `harness` names what wrote them: "lm-eval", "lmms-eval" or "authors' results".
+    """
+
+    path: Path
+    folder: Path | None = None
+    results: tuple[OutputFile, ...] = ()  # every results file, oldest first
+    samples: tuple[OutputFile, ...] = ()  # the newest per task
+    judges: tuple[OutputFile, ...] = ()  # the newest per judged task and filter
+    authors: tuple[Path, ...] = ()
+    results_payload: Mapping[str, Any] | None = None  # content of the newest results file
+    results_payloads: Mapping[Path, Any] = field(default_factory=dict)  # every one, by path
+    harness: str = HARNESS_LM_EVAL
+
+    @property
+    def newest_results(self) -> OutputFile | None:
+        """The newest results file, or None."""
+        return self.results[-1] if self.results else None
+
+
+@dataclass(frozen=True)
+class Found:
+    """A file whose name one harness gives its outputs."""
+
+    kind: str
+    harness: str
+    path: Path
+    match: re.Match
+
+
+def name_match(path: Path) -> Found | None:
+    """What a file's name says it is (kind and harness), or None for other files."""
+    for kind, harness, pattern, _ in OUTPUT_NAMES:
+        match = pattern.match(path.name)
+        if match:
+            return Found(kind, harness, path, match)
+    return None
+
+
+def _harness_files(folder: Path) -> list[Found]:
+    found = []
+    for _, _, _, glob in OUTPUT_NAMES:
+        for path in folder.rglob(glob):
+            named = name_match(path)
+            if named is not None and path.is_file():
+                found.append(named)
+    # A name can match several globs (e.g. `*_results.json` and `results_*.json`): once.
+    return list({f.path: f for f in found}.values())
+
+
+def _one_folder(path: Path, found: Sequence[Found]) -> Path:
+    folders = sorted({f.path.parent for f in found})
+    if len(folders) > 1:
+        shown = ", ".join(str(f.relative_to(path)) for f in folders)
+        raise AmbiguousRunError(
+            f"{path}: holds the outputs of {len(folders)} runs in different folders ({shown}); "
+            "point at the one to use"
+        )
+    return folders[0]
+
+
+def _one_harness(path: Path, found: Sequence[Found]) -> str:
+    harnesses = sorted({f.harness for f in found})
+    if len(harnesses) > 1:
+        examples = ", ".join(next(f.path.name for f in found if f.harness == h) for h in harnesses)
+        raise AmbiguousRunError(
+            f"{path}: holds outputs of both {' and '.join(harnesses)} (e.g. {examples}); "
+            "keep each harness's run in its own folder and point at one"
+        )
+    return harnesses[0]
+
+
+def _timed(found: Sequence[Found], dates: Mapping[tuple[Path, str], object]) -> dict:
+    timed: dict[str, list[OutputFile]] = {"results": [], "samples": [], "judge": []}
+    for f in found:
+        stamp = f.match.group("stamp")
+        name = f.match.groupdict().get("name") or ""
+        # Samples carry no time; the results file of the same evaluation records it.
+        recorded = dates.get((f.path.parent, stamp)) if f.kind != "judge" else None
+        timed[f.kind].append(output_file(f.path, f.kind, name, stamp, recorded))
+    return timed
+
+
+def _recorded_dates(results: Iterable[Found]) -> tuple[dict, dict[Path, Any]]:
+    dates, payloads = {}, {}
+    for f in results:
+        payload = read_json(f.path)
+        payloads[f.path] = payload
+        # lm-eval records the time as seconds; lmms-eval as its file-name stamp (then unused).
+        dates[(f.path.parent, f.match.group("stamp"))] = (
+            payload.get("date") if isinstance(payload, dict) else None
+        )
+    return dates, payloads
+
+
+def _recorded_model(payload: object) -> tuple[str, str] | None:
+    """(model, model_args) a results file records, or None when it records none."""
+    config = payload.get("config") if isinstance(payload, Mapping) else None
+    if not isinstance(config, Mapping) or "model" not in config:
+        return None
+    return str(config.get("model")), json.dumps(config.get("model_args"), sort_keys=True)
+
+
+def _one_model(
+    path: Path, samples: Iterable[OutputFile], results: Sequence[OutputFile], payloads: Mapping
+) -> None:
+    """Refuse newest-per-task samples that come from evaluations of different models.
+
+    Reruns of some tasks into the same folder are combined (each task's newest samples), but
+    lmms-eval writes the runs of every model without model_args into the output folder
+    itself: there, the newest samples per task can belong to different models.
+    """
+    by_stamp = {(r.path.parent, r.stamp): _recorded_model(payloads.get(r.path)) for r in results}
+    models: dict[tuple[str, str], str] = {}
+    for f in samples:
+        model = by_stamp.get((f.path.parent, f.stamp))
+        if model is not None:
+            models.setdefault(model, f.path.name)
+    if len(models) > 1:
+        shown = ", ".join(f"{name}: {model} {args}" for (model, args), name in models.items())
+        raise AmbiguousRunError(
+            f"{path}: its newest samples per task come from runs of different models ({shown}); "
+            "keep each model's run in its own --output_path, or point at one samples file"
+        )
+
+
+def _files_of(path: Path, folder: Path, found: Sequence[Found]) -> RunFiles:
+    harness = _one_harness(path, found)
+    dates, payloads = _recorded_dates(f for f in found if f.kind == "results")
+    timed = _timed(found, dates)
+    results = tuple(oldest_first(timed["results"]))
+    samples = tuple(newest(timed["samples"]).values())
+    _one_model(path, samples, results, payloads)
+    return RunFiles(
+        path=path,
+        folder=folder,
+        results=results,
+        samples=samples,
+        judges=tuple(newest(timed["judge"]).values()),
+        results_payload=payloads[results[-1].path] if results else None,
+        results_payloads=payloads,
+        harness=harness,
+    )
+
+
+def first_row(path: str | Path) -> object:
+    """The value of a JSON Lines file's first non-blank line, or None when it has none."""
+    for _, row in iter_jsonl(path):
+        return row
+    return None
+
+
+def find_outputs(path: str | Path) -> RunFiles:
+    """The files of the run at a path; refuses a folder holding several runs or harnesses."""
+    path = Path(path)
+    if not path.exists():
+        raise RunError(f"{path}: no such file or directory")
+    if path.is_dir():
+        found = _harness_files(path)
+        if found:
+            return _files_of(path, _one_folder(path, found), found)
+        authors = sorted(p for p in path.glob("*.json") if p.is_file())
+        return RunFiles(path=path, authors=tuple(authors), harness=HARNESS_AUTHORS)
+    named = name_match(path)
+    if named is not None:
+        found = [named]
+        if named.kind == "results":  # its evaluation's samples, written beside it
+            stamp = named.match.group("stamp")
+            for sibling in path.parent.iterdir():
+                other = name_match(sibling)
+                if (
+                    other is not None
+                    and other.kind == "samples"
+                    and other.harness == named.harness
+                    and other.match.group("stamp") == stamp
+                ):
+                    found.append(other)
+        return _files_of(path, path.parent, found)
+    if path.suffix == ".jsonl":  # samples under another name: the task comes from the docs
+        harness = HARNESS_LMMS_EVAL if is_lmms_row(first_row(path)) else HARNESS_LM_EVAL
+        return RunFiles(
+            path=path,
+            folder=path.parent,
+            samples=(output_file(path, "samples", "", "", None),),
+            harness=harness,
+        )
+    return RunFiles(path=path, authors=(path,), harness=HARNESS_AUTHORS)
+
+
+def evaluation_results(files: RunFiles, samples: OutputFile) -> OutputFile | None:
+    """The results file of a samples file's evaluation (same folder and time stamp), or None."""
+    for result in files.results:
+        if (result.path.parent, result.stamp) == (samples.path.parent, samples.stamp):
+            return result
+    return None
+
+
+def recorded_metadata(files: RunFiles, samples: OutputFile) -> dict[str, Mapping[str, Any]]:
+    """Per task, the config `metadata` recorded by the results file of a samples file's run."""
+    result = evaluation_results(files, samples)
+    payload = files.results_payloads.get(result.path) if result is not None else None
+    configs = payload.get("configs") if isinstance(payload, Mapping) else None
+    if not isinstance(configs, Mapping):
+        return {}
+    found = {}
+    for task, config in configs.items():
+        metadata = config.get("metadata") if isinstance(config, Mapping) else None
+        if isinstance(metadata, Mapping):
+            found[task] = metadata
+    return found
+
+
+def recorded_manifests(files: RunFiles, samples: OutputFile) -> dict[str, Mapping[str, Any]]:
+    """Per task, the `aqua_manifest` recorded by the results file of a samples file's evaluation."""
+    return {
+        task: metadata["aqua_manifest"]
+        for task, metadata in recorded_metadata(files, samples).items()
+        if isinstance(metadata.get("aqua_manifest"), Mapping)
+    }

@@ -1,0 +1,128 @@
+"""lm-eval samples files (`samples_<task>_<time>.jsonl`, `--log_samples`) read into run items.
+
+Every sample logs its doc: an AQUA doc gives the item, whose reply is scored; a sample of
+another task is kept for its doc, hashes and reply (the regression gate compares them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from aqua_tasks.core.data import TRACKS, task_name
+from aqua_tasks.core.docs import doc_to_item, is_aqua_doc
+from aqua_tasks.runs.discovery import (
+    SAMPLES_NAME,
+    RunError,
+    TrackMismatchError,
+    is_lmms_row,
+    iter_jsonl,
+)
+from aqua_tasks.runs.model import RunItem, item_manifest, reply_text
+
+
+def _sample_reply(sample: Mapping, where: str) -> str:
+    for key in ("filtered_resps", "resps"):
+        value = sample.get(key)
+        if isinstance(value, list) and value:
+            return reply_text(value[0], where)
+    raise RunError(f"{where}: sample has neither 'filtered_resps' nor 'resps'")
+
+
+def task_track(task: str) -> str | None:
+    """The track a task name ends in ('aqua_animal', 'aqua-cot_music'), or None."""
+    named = [part for part in re.split(r"[_\-]", task) if part in TRACKS]
+    return named[-1] if named else None
+
+
+def _aqua_sample(
+    sample: Mapping,
+    task: str | None,
+    where: str,
+    manifests: Mapping[str, Mapping],
+    **logged: Any,
+) -> RunItem:
+    doc = sample["doc"]
+    if not is_aqua_doc(doc):
+        raise RunError(f"{where}: not a sample of an aqua_* task (no AQUA doc)")
+    try:
+        item = doc_to_item(doc)
+    except KeyError as error:
+        raise RunError(f"{where}: malformed AQUA doc (no field {error})") from None
+    except (TypeError, ValueError) as error:
+        raise RunError(f"{where}: malformed AQUA doc ({error})") from None
+    task = task or task_name(item.track, item.variant, doc.get("prompt_style") or "plain")
+    return RunItem(
+        task=task,
+        item=item,
+        reply=_sample_reply(sample, where),
+        source=where,
+        extractor=doc.get("extractor"),
+        exclude_defective=bool(doc.get("exclude_defective")),
+        manifest=item_manifest(doc, manifests.get(task)),
+        **logged,
+    )
+
+
+def _other_sample(sample: Mapping, task: str, where: str, **logged: Any) -> RunItem:
+    replies = sample.get("filtered_resps")
+    reply = replies[0] if isinstance(replies, list) and replies else None
+    return RunItem(task, None, reply if isinstance(reply, str) else "", where, **logged)
+
+
+def _check_tracks(path: Path, task: str | None, items: Sequence[RunItem]) -> None:
+    tracks = sorted({i.item.track for i in items if i.item is not None})
+    if len(tracks) > 1:
+        raise TrackMismatchError(f"{path}: holds docs of several tracks ({', '.join(tracks)})")
+    named = task_track(task) if task else None
+    if tracks and named is not None and named != tracks[0]:
+        raise TrackMismatchError(
+            f"{path}: the file name says task {task} (track {named}) but its docs are of "
+            f"track {tracks[0]}"
+        )
+
+
+def read_samples_file(
+    path: str | Path, task: str | None = None, manifests: Mapping[str, Mapping] | None = None
+) -> list[RunItem]:
+    """The items of one lm-eval samples file (task: from its name, else from the AQUA docs).
+
+    `manifests` are the per-task manifests its results file recorded (`recorded_manifests`).
+    """
+    path = Path(path)
+    match = SAMPLES_NAME.match(path.name)
+    task = task or (match.group("name") if match else None)
+    items: list[RunItem] = []
+    aqua: bool | None = None  # decided by the first sample: a task's docs are all alike
+    for line_no, sample in iter_jsonl(path):
+        where = f"{path}:{line_no}"
+        if not isinstance(sample, dict) or not isinstance(sample.get("doc"), dict):
+            hint = (
+                "; an lmms-eval row: keep lmms-eval's file name <stamp>_samples_<task>.jsonl"
+                if is_lmms_row(sample)
+                else ""
+            )
+            raise RunError(f"{where}: not an lm-eval sample (no 'doc'){hint}")
+        if aqua is None:
+            aqua = is_aqua_doc(sample["doc"])
+        try:
+            doc_id = int(sample["doc_id"]) if "doc_id" in sample or not aqua else None
+        except (KeyError, TypeError, ValueError):
+            raise RunError(f"{where}: not an lm-eval sample (no integer 'doc_id')") from None
+        logged = {
+            "file": path,
+            "line": line_no,
+            "doc_id": doc_id,
+            "filter": str(sample.get("filter") or "none"),
+            "prompt_hash": sample.get("prompt_hash"),
+            "doc_hash": sample.get("doc_hash"),
+            "doc": sample["doc"],
+        }
+        if aqua:
+            items.append(_aqua_sample(sample, task, where, manifests or {}, **logged))
+        else:
+            items.append(_other_sample(sample, task or path.stem, where, **logged))
+    _check_tracks(path, task, items)
+    return items

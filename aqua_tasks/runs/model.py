@@ -1,0 +1,161 @@
+"""A saved run as read: its items with their replies, and what its results file records."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aqua_tasks.core.data import AquaItem
+from aqua_tasks.core.docs import audio_enabled
+from aqua_tasks.core.manifest import MANIFEST_FIELDS
+from aqua_tasks.runs.discovery import RunError, RunFiles
+
+# Model arguments that name the model itself, in the order they are preferred for a label.
+NAME_ARGS: tuple[str, ...] = ("pretrained", "model", "model_name", "engine")
+
+
+@dataclass(frozen=True)
+class RunItem:
+    """One item of a run with the model's reply, where it was read and what was logged with it.
+
+    `item` is None for a sample of a non-AQUA task (kept for its doc and hashes); `source`
+    names the place for messages ("file:line" or "file: entry N"), `file` and `line` locate it.
+    """
+
+    task: str
+    item: AquaItem | None
+    reply: str
+    source: str
+    extractor: str | None = None
+    exclude_defective: bool = False
+    manifest: Mapping[str, str | None] = field(default_factory=dict)
+    file: Path | None = None
+    line: int | None = None
+    doc_id: int | None = None
+    filter: str = "none"
+    prompt_hash: str | None = None
+    doc_hash: str | None = None
+    doc: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """(task, item id) of an AQUA item, else (task, lm-eval doc_id)."""
+        return (self.task, self.item.id if self.item is not None else int(self.doc_id or 0))
+
+
+def reply_text(value: object, where: str) -> str:
+    """A logged reply as text: a string, a one-reply list, or None (no reply)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and len(value) == 1:
+        return reply_text(value[0], where)
+    raise RunError(f"{where}: reply must be a string, got {type(value).__name__}")
+
+
+def item_manifest(doc: Mapping, recorded: Mapping | None = None) -> dict[str, str | None]:
+    """An AQUA item's run manifest: its doc's fields, the rest from its task's recorded one.
+
+    Docs written by 0.1.0 carry the whole manifest; later ones only `manifest.DOC_FIELDS`,
+    the rest being recorded once per task in the results file (`recorded`). A field neither
+    holds is None, i.e. unknown (e.g. a samples file read without its results file).
+    """
+    recorded = recorded if isinstance(recorded, Mapping) else {}
+    return {k: doc[k] if k in doc else recorded.get(k) for k in MANIFEST_FIELDS}
+
+
+def _args_dict(model_args: object) -> dict[str, str]:
+    if isinstance(model_args, Mapping):
+        return {str(k): str(v) for k, v in model_args.items()}
+    if isinstance(model_args, str) and model_args.strip():
+        pairs = (part.partition("=") for part in model_args.split(","))
+        return {k.strip(): v.strip() for k, _, v in pairs if k.strip()}
+    return {}
+
+
+def _short_path(value: str) -> str:
+    # Local checkpoints and reply folders are named by their last part; hub ids are kept whole.
+    return Path(value.rstrip("/")).name if value.startswith(("/", ".", "~")) else value
+
+
+def run_label(config: Mapping) -> str:
+    """A readable model label from an lm-eval results `config` (model and model_args)."""
+    model = str(config.get("model") or "model")
+    args = _args_dict(config.get("model_args"))
+    for key in NAME_ARGS:
+        if args.get(key):
+            return _short_path(args[key])
+    if not args:
+        return model
+    shown = ", ".join(f"{k}={_short_path(v)}" for k, v in sorted(args.items()))
+    return f"{model} ({shown})"
+
+
+@dataclass(frozen=True)
+class Run:
+    """A saved run: every item with its reply, and what its newest lm-eval results record."""
+
+    path: Path
+    items: tuple[RunItem, ...]
+    files: RunFiles
+
+    @property
+    def harness(self) -> str:
+        """What wrote the run: "lm-eval", "lmms-eval" or "authors' results"."""
+        return self.files.harness
+
+    @property
+    def aqua_items(self) -> list[RunItem]:
+        """The items of AQUA tasks, in reading order."""
+        return [i for i in self.items if i.item is not None]
+
+    @property
+    def other_items(self) -> list[RunItem]:
+        """The logged samples of other tasks (no AQUA item), in reading order."""
+        return [i for i in self.items if i.item is None]
+
+    @property
+    def results(self) -> Mapping[str, Any]:
+        """The newest lm-eval results file's content ({} when there is none)."""
+        payload = self.files.results_payload
+        return payload if isinstance(payload, Mapping) else {}
+
+    @property
+    def label(self) -> str:
+        """The model's label from the results config, else the path's name."""
+        config = self.results.get("config")
+        return run_label(config) if isinstance(config, Mapping) else self.path.name
+
+    def task_metadata(self) -> dict[str, Mapping[str, Any]]:
+        """Per task, the `metadata` its config recorded in the results."""
+        configs = self.results.get("configs") or {}
+        return {task: (cfg or {}).get("metadata") or {} for task, cfg in configs.items()}
+
+    def audio(self) -> dict[str, bool]:
+        """Per task recorded in the results, whether the run fed audio."""
+        return {task: audio_enabled(meta) for task, meta in self.task_metadata().items()}
+
+
+def require_aqua_items(run: Run) -> list[RunItem]:
+    """The run's AQUA items; RunError saying what the path lacks when there are none."""
+    items = run.aqua_items
+    if items:
+        return items
+    files = run.files
+    if not (files.samples or files.authors):
+        raise RunError(
+            f"{run.path}: found neither lm-eval or lmms-eval samples (samples_*.jsonl, "
+            "<stamp>_samples_<task>.jsonl, written with --log_samples) nor result JSON files"
+        )
+    raise RunError(f"{run.path}: no replies to aqua_* tasks found")
+
+
+def iter_tasks(items: Iterable[RunItem]) -> Iterator[tuple[str, list[RunItem]]]:
+    """Items grouped by task, in first-seen order."""
+    grouped: dict[str, list[RunItem]] = {}
+    for item in items:
+        grouped.setdefault(item.task, []).append(item)
+    yield from grouped.items()

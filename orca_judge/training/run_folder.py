@@ -1,0 +1,208 @@
+"""A training run's folder: its log, its resume state and its kept evaluation checkpoints.
+
+Layout (default `<output>-run/`)::
+
+    log.jsonl                one JSON record per line: start / resume / done events, steps
+    state.pt                 the resume point, with the configuration and data it belongs to
+    evaluations/step-NNNNNN  checkpoints of the last dev evaluations (`keep_evaluations`)
+
+A checkpoint is pruned by renaming it to a hidden `.step-NNNNNN.old` first and deleting
+that, so a kill midway never leaves a half-deleted folder that looks like a checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from orca_judge.checkpoint import atomic_write_text, clean_temporary_files
+from orca_judge.config import OrcaConfig
+
+STATE_FILE = "state.pt"
+EVALUATIONS_DIR = "evaluations"
+LOG_FILE = "log.jsonl"
+
+
+class RunConflictError(ValueError):
+    """Training would replace something that is not this run's own state; names what and why."""
+
+
+def _differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    keys = sorted(set(saved) | set(current))
+    changed = [k for k in keys if saved.get(k) != current.get(k)]
+    return [f"{k} {saved.get(k)!r} -> {current.get(k)!r}" for k in changed]
+
+
+def _state_conflict(state: Mapping[str, Any], config: dict, identity: dict) -> str | None:
+    """Why a saved state does not belong to this run (settings or data), or None."""
+    runtime_only = set(OrcaConfig.RUNTIME_ONLY)
+    changed = _differences(
+        {k: v for k, v in state["config"].items() if k not in runtime_only},
+        {k: v for k, v in config.items() if k not in runtime_only},
+    )
+    if changed:
+        return f"saved for a different configuration ({'; '.join(changed)})"
+    # States written before data fingerprints existed carry none; their config still matches.
+    changed = _differences(state["data"], identity) if "data" in state else []
+    if changed:
+        return f"saved for different data or split settings ({'; '.join(changed)})"
+    return None
+
+
+def _discard(snapshot: Path) -> None:
+    """Remove an evaluation checkpoint: renamed away first (the hidden rest goes on resume)."""
+    hidden = snapshot.with_name(f".{snapshot.name}.old")
+    shutil.rmtree(hidden, ignore_errors=True)
+    os.replace(snapshot, hidden)
+    shutil.rmtree(hidden)
+
+
+class RunFolder:
+    """One run's folder: where its log, resume state and evaluation checkpoints go."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.state_path = path / STATE_FILE
+        self.log_path = path / LOG_FILE
+        self.evaluations = path / EVALUATIONS_DIR
+
+    def resumable_state(
+        self, config: dict[str, Any], identity: dict[str, Any], overwrite: bool
+    ) -> dict[str, Any] | None:
+        """The saved resume state when it belongs to this run; None when there is none.
+
+        A state that is unreadable or belongs to other settings or data is refused, or with
+        `overwrite` ignored (None).
+        """
+        if not self.state_path.exists():
+            return None
+        state = None
+        try:
+            state = self._read_state()
+        except RunConflictError:
+            if not overwrite:
+                raise
+        conflict = state and _state_conflict(state, config, identity)
+        if conflict:
+            if not overwrite:
+                raise RunConflictError(
+                    f"{self.state_path}: {conflict}; rerun with the original settings to resume, "
+                    "pass --overwrite (overwrite=True) to start over, or use a new --run-dir"
+                )
+            state = None
+        return state
+
+    def _read_state(self) -> dict[str, Any]:
+        path = self.state_path
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as err:  # a truncated file raises one of several types
+            reason = " ".join(str(err).split()) or type(err).__name__
+            raise RunConflictError(
+                f"{path}: unreadable resume state ({reason}); pass --overwrite "
+                "(overwrite=True) to start over"
+            ) from None
+        if not isinstance(state, dict) or "config" not in state:
+            raise RunConflictError(f"{path}: not a resume state written by orca-train")
+        return state
+
+    def require_no_evaluations(self, overwrite: bool) -> None:
+        """A fresh run must not mix its evaluation checkpoints with another run's.
+
+        A step-0 snapshot alone (or hidden half-written ones) is what a run killed before its
+        first resume state leaves: the same command run again replaces it without asking.
+        """
+        folder = self.evaluations
+        if not folder.is_dir():
+            return
+        later = [path for step, path in self.evaluation_steps().items() if step > 0]
+        if later and not overwrite:
+            raise RunConflictError(
+                f"{folder}: holds evaluation checkpoints of an earlier run without its resume "
+                "state; pass --overwrite (overwrite=True) to discard them, or use a new --run-dir"
+            )
+        shutil.rmtree(folder)
+
+    def clean_temporary_files(self) -> None:
+        """Remove the hidden temporary files that killed atomic writes left in the folder."""
+        clean_temporary_files(self.path)
+
+    def start(self, record: dict[str, Any]) -> None:
+        """Begin a fresh run: no resume state, a log holding only `record`."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.state_path.unlink(missing_ok=True)
+        atomic_write_text(self.log_path, "")
+        self.log(record)
+
+    def resume(self, step: int) -> None:
+        """Continue at `step`: later log lines and snapshots go (they are written again)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._trim_log(step)
+        self._drop_evaluations_after(step)
+        self.log({"event": "resume", "step": step})
+
+    def log(self, record: dict[str, Any]) -> None:
+        """Append one record to log.jsonl."""
+        with self.log_path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+
+    def _trim_log(self, last_step: int) -> None:
+        """Keep the log lines up to the resume point, so replayed steps appear once."""
+        if not self.log_path.exists():
+            return
+        kept = []
+        for line in self.log_path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:  # a line cut short by the interruption
+                continue
+            if record.get("step", 0) <= last_step:
+                kept.append(line + "\n")
+        atomic_write_text(self.log_path, "".join(kept))
+
+    def evaluation_steps(self) -> dict[int, Path]:
+        """The evaluation checkpoints by step (`step-000120` -> 120)."""
+        if not self.evaluations.is_dir():
+            return {}
+        found = {}
+        for entry in self.evaluations.iterdir():
+            match = re.fullmatch(r"step-(\d+)", entry.name)
+            if match and entry.is_dir():
+                found[int(match.group(1))] = entry
+        return found
+
+    def _drop_evaluations_after(self, step: int) -> None:
+        """Remove snapshots newer than the resume point (they are written again) and the hidden
+        half-written ones a killed run left."""
+        for at, path in self.evaluation_steps().items():
+            if at > step:
+                _discard(path)
+        if self.evaluations.is_dir():
+            for entry in self.evaluations.iterdir():
+                if entry.name.startswith(".step-"):
+                    shutil.rmtree(entry, ignore_errors=True)
+
+    def keep_evaluation(self, step: int, keep: int, write: Callable[[Path], Any]) -> None:
+        """Write this evaluation's checkpoint and keep only the newest `keep` of them."""
+        self.evaluations.mkdir(parents=True, exist_ok=True)
+        write(self.evaluations / f"step-{step:06d}")
+        steps = sorted(self.evaluation_steps())
+        for old in steps[: max(0, len(steps) - keep)]:
+            _discard(self.evaluations / f"step-{old:06d}")
+
+    def save_state(self, state: dict[str, Any]) -> None:
+        """Replace the resume state in one step."""
+        tmp = self.state_path.with_name(f".{self.state_path.name}.tmp")
+        torch.save(state, tmp)
+        os.replace(tmp, self.state_path)
+
+    def mark_done(self) -> None:
+        """Record in the resume state that the run finished."""
+        self.save_state({**torch.load(self.state_path, weights_only=True), "done": True})

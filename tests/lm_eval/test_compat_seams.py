@@ -1,0 +1,98 @@
+"""The seams to lm-eval: one version gate; aggregations told their task and filter explicitly."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from aqua_tasks.core.scoring import ItemOutcome, pack_outcome, summarize
+from aqua_tasks.lm_eval import task as aqua_task
+from aqua_tasks.lm_eval.results import UncollectedOutcomesError
+from eval_common.harness_versions import supported_range, unsupported_version
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class BuiltTask:
+    """What evaluate() receives of an AQUA task: a name, a config, its aggregations."""
+
+    config = None
+
+    def __init__(self, name: str) -> None:
+        self.task_name = name
+
+    def process_results(self, doc: dict, results: list) -> dict:
+        return {}
+
+    def aggregation(self) -> dict:
+        return {"acc": aqua_task.aggregate_acc, "n_items": aqua_task.aggregate_n_items}
+
+
+def test_the_gate_is_the_range_pyproject_requires():
+    project = (REPO / "pyproject.toml").read_text()
+    assert re.findall(r'"lm-eval(>=[^"\[]+)"', project) == [supported_range("lm-eval")]
+    script = (REPO / "scripts" / "install-lmms-eval-env.sh").read_text()
+    assert f"'lmms-eval{supported_range('lmms-eval')}'" in script
+
+
+@pytest.mark.parametrize("version", ["0.4.13", "0.4.14", "0.4.20.dev1"])
+def test_every_lm_eval_the_range_allows_is_extended(version):
+    assert unsupported_version("lm-eval", version) is None
+
+
+@pytest.mark.parametrize("version", ["0.4.12", "0.5.0", "", None])
+def test_an_lm_eval_outside_the_range_is_refused_with_the_range_named(version):
+    assert unsupported_version("lm-eval", version) == (
+        f"lm-eval {version} is not a version this package supports "
+        "(>=0.4.13,<0.5, tested with 0.4.13)"
+    )
+
+
+def test_lmms_eval_is_extended_only_on_the_version_installed():
+    assert unsupported_version("lmms-eval", "0.7.3") is None
+    assert "(==0.7.3, tested with 0.7.3)" in unsupported_version("lmms-eval", "0.7.4")
+
+
+def test_an_aqua_task_whose_values_were_not_collected_stops_the_results_step():
+    with pytest.raises(UncollectedOutcomesError, match=r"^aqua_animal: lm-eval's per-item values"):
+        aqua_task.fix_results({"aqua_animal": BuiltTask("aqua_animal")}, {"results": {}}, 0)
+
+
+def test_an_orca_aggregation_of_unlabelled_values_names_what_is_missing():
+    from orca_judge.lm_eval.metric import orca_aggregate
+    from orca_judge.metric.payloads import PAYLOAD_MARK
+    from orca_judge.metric.settings import OrcaMetricError
+
+    with pytest.raises(OrcaMetricError, match="without their task and filter"):
+        orca_aggregate([{PAYLOAD_MARK: "orca", "inputs": {}, "settings": {}}])
+
+
+def test_each_tasks_values_reach_its_aggregations_and_the_results_step(monkeypatch):
+    from lm_eval import evaluator, evaluator_utils
+
+    from orca_judge.lm_eval import compat
+
+    values = [pack_outcome(0, ItemOutcome(0, "Solvable", True, True, False))]
+    values.append(pack_outcome(1, ItemOutcome(1, "Solvable", False, True, False)))
+    task = BuiltTask("aqua_animal")
+    seen = []
+
+    def evaluate(lm, task_dict, bootstrap_iters=0):
+        raw = {("acc", "none"): list(values), ("n_items", "none"): list(values)}
+        figures, _ = evaluator_utils._compute_task_aggregations(task, raw, bootstrap_iters)
+        seen.append(compat.aggregated_values()["aqua_animal"][("acc", "none")])
+        return {"results": {"aqua_animal": {"alias": "aqua_animal", **figures}}}
+
+    monkeypatch.setattr(evaluator, "evaluate", evaluate)
+    monkeypatch.setattr(
+        evaluator_utils, "_compute_task_aggregations", evaluator_utils._compute_task_aggregations
+    )
+    compat.patch_evaluate(finish=aqua_task.fix_results)
+    results = evaluator.evaluate(None, {"aqua_animal": task}, bootstrap_iters=0)
+    (labelled,) = seen
+    assert (labelled.task, labelled.filter_key, list(labelled)) == ("aqua_animal", "none", values)
+    row = results["results"]["aqua_animal"]
+    assert row["acc,none"] == summarize(values)["acc"] == 0.5 and row["n_items,none"] == 2
+    assert compat.aggregated_values() == {}
