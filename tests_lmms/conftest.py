@@ -36,6 +36,9 @@ _spec.loader.exec_module(_main)
 released_dir = _main.released_dir
 demo_audio_dir = _main.demo_audio_dir
 released_audio_root = _main.released_audio_root
+# The shared test artefacts are removed by the controller at the end of the run.
+pytest_configure = _main.pytest_configure
+pytest_sessionfinish = _main.pytest_sessionfinish
 
 
 def run_cli(*args: object, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -10,8 +10,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from aqua_tasks.core.scoring import format_table
 from aqua_tasks.lm_eval.demo import run_demo
+from aqua_tasks.reports.tables import format_table
 from eval_common.cli import add_json_flag, fail
 
 PROG = "aqua-demo"

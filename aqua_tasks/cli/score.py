@@ -12,7 +12,8 @@ from aqua_tasks.core.data import TRACKS, AquaDataError
 from aqua_tasks.core.extract import EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
 from aqua_tasks.core.intervals import metric_intervals
 from aqua_tasks.core.pooling import all_tracks_rows, pool_condition, pool_outcomes
-from aqua_tasks.core.scoring import format_table, metric_value, summarize
+from aqua_tasks.core.scoring import metric_value, summarize
+from aqua_tasks.reports.tables import format_table
 from aqua_tasks.runs import (
     HARNESS_LMMS_EVAL,
     breakdown,

@@ -1,8 +1,9 @@
 """The paper's table: built from runs (and the published rows), rendered as Markdown or CSV.
 
 `build_table` lays runs out as the paper does (a row per model and setting, per track Ori and
-the three CAs with n and the unparsed rate); `paper_table` renders an lm-eval results payload
-with the per-track layout `aqua-eval` prints.
+the three CAs with n and the unparsed rate); `format_table` renders one run's rows in the
+per-track layout `aqua-eval`, `aqua-score` and `aqua-demo` print, and `paper_table` does so for
+an lm-eval results payload.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from aqua_tasks.core.scoring import format_table
 from aqua_tasks.reports.published import PUBLISHED_EXTRACTOR, PUBLISHED_SOURCE, PUBLISHED_TABLE1
 from aqua_tasks.reports.run_metrics import ALL_TRACKS, Interval, RunMetrics, aqua_rows, split_task
 
@@ -231,3 +231,44 @@ def paper_table(results: Mapping) -> str | None:
         "joint_* and unparsed_rate. Rows aqua (and aqua-<setting>) pool every clip of the "
         "tracks above them: Σ correct / Σ n, not a mean of the track figures."
     )
+
+
+def format_table(
+    rows: Mapping[str, Mapping[str, float]],
+    *,
+    intervals: Mapping[str, Mapping[str, tuple[float, float]]] | None = None,
+    percent: bool = True,
+) -> str:
+    """Markdown table in the paper's layout: per track Ori (acc) and the three CAs, with n.
+
+    With `intervals` (per row, per metric) each rate shows its 95 % interval in brackets.
+    """
+    header = (
+        "| track | Ori | AAD | IASD | IAQD | n Ori | n AAD | n IASD | n IAQD | unparsed |\n"
+        "|---|---|---|---|---|---|---|---|---|---|"
+    )
+    lines = [header]
+    scale = 100.0 if percent else 1.0
+
+    def number(value: float | None) -> str:
+        return "—" if value is None or math.isnan(value) else f"{value * scale:.1f}"
+
+    def cell(name: str, metric: str) -> str:
+        text = number(rows[name].get(metric, math.nan))
+        low, high = (intervals or {}).get(name, {}).get(metric, (math.nan, math.nan))
+        if text == "—" or math.isnan(low):
+            return text
+        return f"{text} [{number(low)}, {number(high)}]"
+
+    for name, m in rows.items():
+        rates = [cell(name, k) for k in ("acc", "ca_aad", "ca_iasd", "ca_iaqd")]
+        counts = [
+            _count(m.get(k, math.nan)) for k in ("n_solvable", "n_ca_aad", "n_ca_iasd", "n_ca_iaqd")
+        ]
+        cells = [name, *rates, *counts, number(m.get("unparsed_rate", math.nan))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _count(value: float) -> str:
+    return "—" if value is None or math.isnan(value) else str(int(value))

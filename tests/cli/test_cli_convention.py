@@ -1,4 +1,4 @@
-"""One CLI convention: `cli_<name>` modules, shared flags and errors, thin shims at old paths."""
+"""One CLI convention: a `cli/<name>` module per console script, shared flags and errors."""
 
 from __future__ import annotations
 
@@ -6,52 +6,41 @@ import ast
 import importlib
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
 import tomllib
-from aqua_tasks.deprecation import moved
 
-from aqua_tasks.audio import prepare as audio_prepare
 from aqua_tasks.cli import audio as cli_audio
-from aqua_tasks.cli import demo as cli_demo
-from aqua_tasks.cli import orca_items as cli_lm_eval_items
 from aqua_tasks.cli import score as cli_score
 from aqua_tasks.core.data import AquaDataError
 from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.run_settings import check_aqua_metadata
 from aqua_tasks.lm_eval import demo
 from aqua_tasks.lm_eval.task import build_docs
-from aqua_tasks.runs import judge_results as results
-from aqua_tasks.runs import orca_items as samples
 from orca_judge.metric.settings import OrcaMetricError, resolve_settings
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("aqua_tasks", "orca_judge")
+CLI_ROOMS = ("aqua_tasks.cli", "orca_judge.cli")
 SCRIPTS = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
 BIN = Path(sys.executable).parent
 LEGACY = Path(__file__).parents[1] / "data" / "legacy_run_0_1_0"
-# Old module paths kept importable: module -> the modules now holding its names.
-MOVED_MODULES = {
-    "aqua_tasks.audio_cli": ("aqua_tasks.cli.audio", "aqua_tasks.audio.prepare"),
-    "orca_judge.lm_eval_samples": ("aqua_tasks.cli.orca_items", "aqua_tasks.runs.orca_items"),
-    "orca_judge.lm_eval_results": ("aqua_tasks.runs.judge_results",),
-}
-SHIMS = {name.rpartition(".")[2] for name in MOVED_MODULES}
 
 
 def _modules() -> dict[str, Path]:
-    return {
-        f"{package}.{path.stem}": path
-        for package in PACKAGES
-        for path in sorted((REPO / package).glob("*.py"))
-    }
+    """Every module of both packages, by dotted name."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
 
 
 def _imported(path: Path) -> set[str]:
     """Modules a file imports, as absolute dotted names (relative imports resolved)."""
-    package = path.parent.name
+    package = ".".join(path.relative_to(REPO).parent.parts)
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -66,8 +55,8 @@ def _imported(path: Path) -> set[str]:
 
 
 def _is_cli(module: str) -> bool:
-    leaf = module.rpartition(".")[2]
-    return leaf.startswith("cli_") and leaf != "cli_common"
+    package, _, leaf = module.rpartition(".")
+    return package in CLI_ROOMS and leaf != "__init__"
 
 
 def test_every_console_script_runs_a_cli_module_named_after_it():
@@ -75,10 +64,10 @@ def test_every_console_script_runs_a_cli_module_named_after_it():
     for command, target in SCRIPTS.items():
         module, _, attr = target.partition(":")
         package, _, leaf = module.rpartition(".")
-        assert package in PACKAGES and attr == "main", target
+        assert package in CLI_ROOMS and attr == "main", target
         # aqua-score -> aqua_tasks.cli.score; orca-lm-eval-items -> aqua_tasks.cli.orca_items
         expected = command.split("-", 1)[1].replace("-", "_")
-        assert leaf == f"cli_{expected}", (command, target)
+        assert leaf in (expected, expected.replace("lm_eval_", "orca_")), (command, target)
         assert callable(importlib.import_module(module).main)
 
 
@@ -106,9 +95,9 @@ def test_no_cli_module_imports_another_cli_module():
         assert not others, f"{module} imports {sorted(others)}"
 
 
-def test_only_the_old_path_shims_import_cli_modules():
+def test_no_module_outside_the_cli_rooms_imports_a_cli_module():
     for module, path in _modules().items():
-        if _is_cli(module) or path.stem in SHIMS:
+        if _is_cli(module) or path.name == "__main__.py":
             continue
         assert not {name for name in _imported(path) if _is_cli(name)}, module
 
@@ -171,52 +160,6 @@ def test_aqua_audio_hides_its_progress_bars_with_no_progress(tmp_path, capsys):
     assert capsys.readouterr().err == ""
     assert cli_audio.main(argv) == 0
     assert "check animal" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("old", sorted(MOVED_MODULES))
-def test_old_module_paths_import_with_a_deprecation_warning(old):
-    proc = subprocess.run(
-        [sys.executable, "-W", "error::DeprecationWarning", "-c", f"import {old}"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode != 0 and "DeprecationWarning" in proc.stderr
-    assert f"{old} is deprecated; use {MOVED_MODULES[old][0]}" in proc.stderr
-    sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated"):
-        module = importlib.import_module(old)
-    for name in module.__all__:
-        homes = [importlib.import_module(m) for m in MOVED_MODULES[old]]
-        assert any(getattr(home, name, None) is getattr(module, name) for home in homes), name
-
-
-def test_old_names_are_the_new_objects():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from aqua_tasks.audio_cli import main, prepare_audio
-        from orca_judge.lm_eval_results import read_judge_results
-        from orca_judge.lm_eval_samples import items_from_samples
-
-    assert main is cli_audio.main and prepare_audio is audio_prepare.prepare_audio
-    assert read_judge_results is results.read_judge_results
-    assert items_from_samples is samples.items_from_samples
-    assert cli_lm_eval_items.read_samples is samples.read_samples
-
-
-def test_demo_main_moved_to_cli_demo_with_a_warning():
-    with pytest.warns(
-        DeprecationWarning, match="aqua_tasks.lm_eval.demo.main moved to aqua_tasks.cli.demo"
-    ):
-        assert demo.main is cli_demo.main
-
-
-def test_moved_serves_only_its_names_and_warns_with_the_new_home():
-    getattr_ = moved("pkg.old", {"sqrt": "math"})
-    with pytest.warns(DeprecationWarning, match=r"^pkg\.old\.sqrt moved to math\.sqrt$"):
-        assert getattr_("sqrt") is importlib.import_module("math").sqrt
-    with pytest.raises(AttributeError, match=r"module 'pkg\.old' has no attribute 'cos'"):
-        getattr_("cos")
 
 
 def test_exclude_defective_rejects_values_that_are_not_booleans(released_dir):

@@ -5,7 +5,8 @@ import math
 import pytest
 
 from aqua_tasks.core.data import load_items
-from aqua_tasks.core.scoring import format_table, metric_value, score_reply, summarize
+from aqua_tasks.core.scoring import metric_value, score_reply, summarize
+from aqua_tasks.reports.tables import format_table
 
 
 def _row(clip: str, item_type: str, correct: bool, parsed: bool = True, excluded: bool = False):

@@ -11,7 +11,6 @@ import math
 import shutil
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -208,14 +207,8 @@ def test_scoring_reporting_and_regressing_import_neither_lm_eval_nor_datasets(tm
     assert proc.stdout.strip() == "[]"
 
 
-def test_old_import_paths_keep_working():
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        sys.modules.pop("aqua_tasks.replies", None)
-        from aqua_tasks.replies import SavedReply, read_replies
-    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
-    assert SavedReply is runs.RunItem
-    assert len(read_replies(LEGACY)) == 24
+def test_a_run_recorded_by_0_1_0_reads_through_the_new_homes():
+    assert len(runs.read_run(LEGACY).items) == 24
     from aqua_tasks.lm_eval.task import audio_enabled, doc_to_item, item_to_doc
     from aqua_tasks.reports.run_metrics import newest_results_file
     from aqua_tasks.runs import run_label
