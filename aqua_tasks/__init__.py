@@ -7,8 +7,7 @@ at every Python start, which must not pull in numpy, torch or a harness.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from eval_common.lazy_exports import lazy_getattr
 
 # public name -> module that defines it
 _EXPORTS = {
@@ -37,7 +36,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -7,8 +7,7 @@ is imported when lm-eval starts (see aqua_tasks.startup_hook) and must not pull 
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from eval_common.lazy_exports import lazy_getattr
 
 # public name -> module that defines it
 _EXPORTS = {
@@ -28,7 +27,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
