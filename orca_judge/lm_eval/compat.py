@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from orca_judge.metric.aggregate import SitedValues
-from orca_judge.metric.judge_pass import evaluation_session
+from orca_judge.metric.judge_pass import evaluate_task_dict, judged_evaluation
 
 # Attribute of our evaluate() wrapper: the EvaluateHooks it runs.
 PATCH_MARK = "_orca_prepare"
@@ -81,14 +81,10 @@ def patch_evaluate(prepare: Prepare | None = None, finish: Finish | None = None)
 
     @functools.wraps(current)
     def evaluate(*args: Any, **kwargs: Any) -> Any:
-        task_dict = kwargs["task_dict"] if "task_dict" in kwargs else args[1]
+        task_dict = evaluate_task_dict(args, kwargs)
         token = _COLLECTED.set({})
         try:
-            # A repeated identical evaluation must load, judge and write its per-item file
-            # again.
-            with evaluation_session():
-                if hooks.prepare is not None:
-                    hooks.prepare(task_dict)
+            with judged_evaluation(hooks.prepare, task_dict):
                 results = current(*args, **kwargs)
             if hooks.finish is None or results is None:  # None: not rank 0
                 return results

@@ -39,7 +39,8 @@ from orca_judge.metric.aggregate import SitedValues
 from orca_judge.metric.judge_pass import (
     JudgeSession,
     active_session,
-    evaluation_session,
+    evaluate_task_dict,
+    judged_evaluation,
     session_scope,
 )
 from orca_judge.metric.settings import METRIC, OrcaMetricError
@@ -91,9 +92,7 @@ def patch_evaluate(evaluator: ModuleType, prepare: Prepare) -> None:
 
     @functools.wraps(current)
     def evaluate(*args: Any, **kwargs: Any) -> Any:
-        task_dict = kwargs["task_dict"] if "task_dict" in kwargs else args[1]
-        with evaluation_session():
-            prepare(task_dict)
+        with judged_evaluation(prepare, evaluate_task_dict(args, kwargs)):
             return current(*args, **kwargs)
 
     setattr(evaluate, PATCH_MARK, prepare)

@@ -205,3 +205,23 @@ def evaluation_session() -> Iterator[JudgeSession]:
     outer = active_session()
     with session_scope(outer.next_evaluation() if outer else None) as session:
         yield session
+
+
+def evaluate_task_dict(args: tuple, kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The `task_dict` argument of a harness's evaluate(task_dict, ...) call (both name it so)."""
+    return kwargs["task_dict"] if "task_dict" in kwargs else args[1]
+
+
+@contextmanager
+def judged_evaluation(
+    prepare: Callable[[Mapping[str, Any]], object] | None, task_dict: Mapping[str, Any]
+) -> Iterator[JudgeSession]:
+    """One evaluation of either harness: a fresh judge session, `prepare(task_dict)` run first.
+
+    A repeated identical evaluation must load, judge and write its per-item file again, and
+    `prepare` sees the built tasks before any request is made.
+    """
+    with evaluation_session() as session:
+        if prepare is not None:
+            prepare(task_dict)
+        yield session
