@@ -13,11 +13,17 @@ from aqua_tasks.build.api import (
     MMAU_OUTPUT,
     SOURCES,
     GeneratorSettings,
-    build_file,
     build_items,
+    file_source,
 )
 from aqua_tasks.build.builder import BuildConfig, manifest_path
-from aqua_tasks.build.source import ANSWER_FORMATS, MMAU_FIELDS, BuildError, FieldMap
+from aqua_tasks.build.source import (
+    ANSWER_FORMATS,
+    MMAU_FIELDS,
+    BuildError,
+    FieldMap,
+    read_source,
+)
 from eval_common.cli import add_json_flag, add_progress_flag, add_seed_flag, fail, progress
 
 PROG = "aqua-build"
@@ -124,27 +130,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 max_attempts=args.max_attempts,
             ),
         }
-        with progress(None, "aqua-build", not args.no_progress, total=args.limit) as bar:
-            if args.source == "hf":
-                from aqua_tasks.build.source import read_hf_dataset
+        if args.source == "hf":
+            from aqua_tasks.build.source import read_hf_dataset
 
-                items = read_hf_dataset(args.input, args.split, fields, args.audio_field)
-                items = items[: args.limit] if args.limit else items
-                bar.reset(total=len(items))
-                source = {"dataset": args.input, "split": args.split, "fields": fields.__dict__}
-                result = build_items(
-                    items, Path(args.output) / name, source=source, on_item=bar.update, **options
-                )
-            else:
-                result = build_file(
-                    args.input,
-                    args.output,
-                    output_name=name,
-                    fields=fields,
-                    limit=args.limit,
-                    on_item=bar.update,
-                    **options,
-                )
+            items = read_hf_dataset(args.input, args.split, fields, args.audio_field)
+            source = {"dataset": args.input, "split": args.split, "fields": fields.__dict__}
+        else:
+            items = read_source(args.input, fields)
+            source = file_source(args.input, fields, args.limit)
+        items = items[: args.limit]
+        with progress(None, PROG, not args.no_progress, total=len(items)) as bar:
+            result = build_items(
+                items, Path(args.output) / name, source=source, on_item=bar.update, **options
+            )
     except (BuildError, ValueError, OSError) as error:
         return fail(PROG, str(error))
     output = Path(args.output) / name
