@@ -81,8 +81,8 @@ def _line_bytes(sample: dict) -> int:
 
 def old_layouts(sample: dict, manifest: dict) -> tuple[dict, dict]:
     """The sample as the list layout and as the dict layout wrote it."""
+    from aqua_tasks.core.docs import doc_to_item
     from aqua_tasks.core.scoring import item_outcome, metric_value, score_reply
-    from aqua_tasks.lm_eval.task import doc_to_item
 
     doc = {k: v for k, v in sample["doc"].items() if k != "clip_index"}
     # The manifest sat between audio_error and exclude_defective in every doc.

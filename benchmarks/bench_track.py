@@ -44,9 +44,9 @@ def child(data_dir: str, audio_root: str, limit: int, eager: bool) -> None:
     """One aqua-eval run in this process; prints wall time and max RSS as JSON."""
     from aqua_tasks.audio.clips import load_audio
     from aqua_tasks.cli.eval import main
-    from aqua_tasks.lm_eval import task as lm_eval_task
     from aqua_tasks.lm_eval.registration import register_all
     from aqua_tasks.models.baselines import AquaBaselineLM
+    from aqua_tasks.task import definition
 
     class EnergyReaderLM(AquaBaselineLM):
         """Decodes each request's audio and answers by its loudness."""
@@ -57,14 +57,14 @@ def child(data_dir: str, audio_root: str, limit: int, eager: bool) -> None:
             return f"({'a' if loud else 'b'})"
 
     if eager:
-        lazy = lm_eval_task.doc_to_audio
+        lazy = definition.doc_to_audio
 
         def eager_doc_to_audio(doc):
             (clip,) = lazy(doc)
             return [{"array": load_audio(clip["path"]), "sampling_rate": 16000}]
 
         # The YAML's !function is looked up when tasks are built, after this assignment.
-        lm_eval_task.doc_to_audio = eager_doc_to_audio
+        definition.doc_to_audio = eager_doc_to_audio
     register_all()
     from lm_eval.api.registry import register_model
 

@@ -16,9 +16,9 @@ from conftest import BIN, REPO, lmms_eval, lmms_results, lmms_samples, metadata_
 
 from aqua_tasks.core.data import load_items
 from aqua_tasks.core.scoring import ALL_METRICS, as_outcome, score_reply
-from aqua_tasks.lm_eval.task import build_docs
 from aqua_tasks.lmms_eval import include_path
 from aqua_tasks.lmms_eval.task import METADATA_ENV, process_results, run_settings
+from aqua_tasks.task.definition import build_docs
 
 TASK = "aqua_animal"
 

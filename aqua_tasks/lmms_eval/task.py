@@ -1,16 +1,15 @@
-"""The AQUA task class and the functions the lmms-eval task YAMLs reference with `!function`.
+"""The lmms-eval wrapper of the AQUA task: its task class and the functions its YAMLs reference.
 
-Docs, prompts, extraction and metrics are those of the lm-eval tasks (`aqua_tasks.lm_eval.task`,
-`aqua_tasks.core.scoring`; the YAMLs name its harness-neutral `doc_to_target` and
-`aggregate_*` directly); only lmms-eval's way in differs. lmms-eval has no `custom_dataset` and
-no `--metadata`, so the run settings lm-eval takes from `--metadata` come from the
-`AQUA_METADATA` environment variable (the same JSON) over the YAML's `metadata:` block.
+Docs, prompts, extraction and metrics are those of the lm-eval tasks (`aqua_tasks.task`; the
+YAMLs name its `doc_to_target` and `aggregate_*` directly); only lmms-eval's way in differs.
+lmms-eval has no `custom_dataset` and no `--metadata`, so the run settings lm-eval takes from
+`--metadata` come from the `AQUA_METADATA` environment variable (the same JSON) over the
+YAML's `metadata:` block.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 from collections.abc import Mapping, Sequence
 
@@ -18,13 +17,11 @@ from lmms_eval.api.task import ConfigurableTask
 
 from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.core.data import DATA_HELP, AquaDataError
-from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.prompts import render_question
 from aqua_tasks.core.scoring import ALL_METRICS, unpack_outcome
-from aqua_tasks.lm_eval.task import doc_to_audio, docs_arguments, load_dataset, task_manifest
-from aqua_tasks.lm_eval.task import process_results as lm_eval_process_results
-
-logger = logging.getLogger(__name__)
+from aqua_tasks.task import definition
+from aqua_tasks.task.config import prepare_task_config, with_manifest
+from aqua_tasks.task.definition import doc_to_audio, load_dataset
 
 METADATA_ENV = "AQUA_METADATA"
 METADATA_HELP = (
@@ -59,23 +56,14 @@ class AquaTask(ConfigurableTask):
 
     def __init__(self, config: dict | None = None, **kwargs: object) -> None:
         config = dict(config or {})
-        config.pop("class", None)  # lmms-eval's routing key, not a TaskConfig field
         settings = run_settings(config.get("metadata"))
-        if not audio_enabled(settings):
-            config["doc_to_visual"] = no_audio
-            logger.warning(
-                "%s: text-only run (audio: false): the model never hears the clips",
-                config.get("task"),
-            )
-        arguments = docs_arguments({**settings, **(config.get("dataset_kwargs") or {})})
+        config = prepare_task_config(config, settings, audio_key="doc_to_visual", no_audio=no_audio)
         try:
-            manifest = task_manifest(**arguments)
+            config["metadata"] = with_manifest(settings, config.get("dataset_kwargs"))
         except AquaDataError as error:
             # The data errors tell lm-eval users to pass --metadata; here it is the variable.
             message = str(error).replace(DATA_HELP, METADATA_HELP)
             raise AquaDataError(f"{config.get('task')}: {message}") from None
-        # Recorded in lmms-eval's results ("configs" -> metadata), as under lm-eval.
-        config["metadata"] = settings | {"aqua_manifest": manifest}
         self._aqua_settings = settings
         super().__init__(config=config, **kwargs)
 
@@ -109,5 +97,5 @@ def process_results(doc: Mapping, results: Sequence[str]) -> dict[str, list]:
     computes a "CLT stderr" over numeric per-item values, meaningless for a packed integer,
     and skips other values.
     """
-    packed = lm_eval_process_results(doc, results)["acc"]
+    packed = definition.process_results(doc, results)["acc"]
     return {metric: list(unpack_outcome(packed)) for metric in ALL_METRICS}

@@ -141,6 +141,15 @@ def test_build_imports_no_harness_no_torch_at_module_level_and_only_core_and_the
     assert top_level == []
 
 
+def test_the_task_definition_imports_no_harness_and_no_adapter():
+    def rule(mod: str, imp: str) -> bool:
+        if not within(mod, "aqua_tasks.task"):
+            return False
+        return any(within(imp, place) for place in (*HARNESSES, *ADAPTERS))
+
+    assert not violations(rule)
+
+
 def test_harness_adapters_are_leaves_imported_only_by_command_lines_and_each_other():
     def rule(mod: str, imp: str) -> bool:
         if not any(within(imp, adapter) for adapter in ADAPTERS):
@@ -219,6 +228,7 @@ def test_the_rules_see_every_room():
         "aqua_tasks.gate",
         "aqua_tasks.lm_eval",
         "aqua_tasks.lmms_eval",
+        "aqua_tasks.task",
         "aqua_tasks.cli",
         "aqua_tasks.testing",
         "orca_judge.checkpoint",

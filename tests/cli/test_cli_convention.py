@@ -17,7 +17,7 @@ from aqua_tasks.core.data import AquaDataError
 from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.run_settings import check_aqua_metadata
 from aqua_tasks.lm_eval import demo
-from aqua_tasks.lm_eval.task import build_docs
+from aqua_tasks.task.definition import build_docs
 from orca_judge.metric.settings import OrcaMetricError, resolve_settings
 
 REPO = Path(__file__).resolve().parents[2]

@@ -24,13 +24,8 @@ from aqua_tasks.core.scoring import (
     unpack_outcome,
 )
 from aqua_tasks.gate import paired as regress
-from aqua_tasks.lm_eval.task import (
-    aggregate_acc,
-    aggregate_ca_aad,
-    build_docs,
-    process_results,
-    task_summary,
-)
+from aqua_tasks.task.aggregations import aggregate_acc, aggregate_ca_aad, task_summary
+from aqua_tasks.task.definition import build_docs, process_results
 
 Z = 1.959963984540054  # the 97.5 % normal quantile
 
@@ -241,9 +236,9 @@ def test_regress_refuses_runs_whose_item_ids_name_different_clips():
 def test_the_18_aggregations_of_a_task_summarise_its_items_once(released_dir):
     values = [item_outcome(v) for v in _released_values(released_dir)]
     task_summary.cache_clear()
-    from aqua_tasks.lm_eval import task as lm_eval_task
+    from aqua_tasks.task import aggregations
 
-    results = {m: getattr(lm_eval_task, f"aggregate_{m}")(list(values)) for m in ALL_METRICS}
+    results = {m: getattr(aggregations, f"aggregate_{m}")(list(values)) for m in ALL_METRICS}
     assert task_summary.cache_info().misses == 1 and task_summary.cache_info().hits == 17
     assert _same(results, summarize(values))
     # Another task's items are another key: summarised afresh, never the first one's figures.

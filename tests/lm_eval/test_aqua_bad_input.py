@@ -10,7 +10,7 @@ from aqua_tasks.cli.score import main as aqua_score
 from aqua_tasks.core.data import AquaDataError, load_items, parse_items, track_file
 from aqua_tasks.core.extract import get_extractor_name
 from aqua_tasks.core.scoring import unpack_outcome
-from aqua_tasks.lm_eval.task import build_docs, process_results
+from aqua_tasks.task.definition import build_docs, process_results
 
 
 def _entries(released_dir, n=8):

@@ -10,6 +10,7 @@ import pytest
 from aqua_tasks.core.scoring import ItemOutcome, pack_outcome, summarize
 from aqua_tasks.lm_eval import task as aqua_task
 from aqua_tasks.lm_eval.results import UncollectedOutcomesError
+from aqua_tasks.task.aggregations import aggregate_acc, aggregate_n_items
 from eval_common.harness_versions import supported_range, unsupported_version
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,7 +28,7 @@ class BuiltTask:
         return {}
 
     def aggregation(self) -> dict:
-        return {"acc": aqua_task.aggregate_acc, "n_items": aqua_task.aggregate_n_items}
+        return {"acc": aggregate_acc, "n_items": aggregate_n_items}
 
 
 def test_the_gate_is_the_range_pyproject_requires():

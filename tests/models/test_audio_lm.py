@@ -19,12 +19,12 @@ from aqua_tasks.core.data import load_items
 from aqua_tasks.core.docs import doc_to_item
 from aqua_tasks.core.generation_failure import failed_reply
 from aqua_tasks.core.scoring import ALL_METRICS, score_reply
-from aqua_tasks.lm_eval.task import build_docs, doc_to_audio, doc_to_text
 from aqua_tasks.models.audio_prompts import chat_content, cut_at_stop, mono_waveform
 from aqua_tasks.models.data_parallel import parse_max_memory
 from aqua_tasks.models.hf_audio_lm import AudioLM
 from aqua_tasks.models.hf_audio_lm_loading import model_revision
 from aqua_tasks.models.reply_journal import ReplyJournal
+from aqua_tasks.task.definition import build_docs, doc_to_audio, doc_to_text
 from aqua_tasks.testing.tiny_audio_lm import build_tiny_audio_lm
 
 pytestmark = pytest.mark.slow

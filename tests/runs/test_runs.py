@@ -209,7 +209,7 @@ def test_scoring_reporting_and_regressing_import_neither_lm_eval_nor_datasets(tm
 
 def test_a_run_recorded_by_0_1_0_reads_through_the_new_homes():
     assert len(runs.read_run(LEGACY).items) == 24
-    from aqua_tasks.lm_eval.task import audio_enabled, doc_to_item, item_to_doc
+    from aqua_tasks.core.docs import audio_enabled, doc_to_item, item_to_doc
     from aqua_tasks.reports.run_metrics import newest_results_file
     from aqua_tasks.runs import run_label
 

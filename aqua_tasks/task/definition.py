@@ -1,0 +1,149 @@
+"""The functions AQUA task YAMLs reference with `!function`: dataset, prompt, audio, scoring."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+import datasets
+
+from aqua_tasks.audio.clips import AudioFileError, AudioRoots, LazyAudio, probe_audio, resolve_audio
+from aqua_tasks.core.data import check_track, check_variant, load_items, track_file
+from aqua_tasks.core.docs import audio_enabled, clip_indices, doc_to_item, item_to_doc
+from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, get_extractor_name
+from aqua_tasks.core.manifest import DOC_FIELDS, run_manifest
+from aqua_tasks.core.prompts import check_prompt_style, render_prompt
+from aqua_tasks.core.scoring import ALL_METRICS, item_outcome, pack_outcome, score_reply
+from eval_common.cli import parse_bool
+
+logger = logging.getLogger(__name__)
+
+
+def task_manifest(
+    track: str,
+    variant: str = "main",
+    *,
+    data_dir: str | None = None,
+    prompt_style: str = "plain",
+    extractor: str = DEFAULT_EXTRACTOR,
+) -> dict[str, str]:
+    """The manifest of one track's task (data file hash, prompt, extractor, versions)."""
+    check_track(track)
+    check_variant(variant)
+    check_prompt_style(prompt_style)
+    return run_manifest(
+        data_file=track_file(data_dir, track, variant),
+        track=track,
+        variant=variant,
+        prompt_style=prompt_style,
+        extractor=get_extractor_name(extractor),
+    )
+
+
+def build_docs(
+    track: str,
+    variant: str = "main",
+    *,
+    data_dir: str | None = None,
+    prompt_style: str = "plain",
+    extractor: str = DEFAULT_EXTRACTOR,
+    exclude_defective: object = False,
+    settings: Mapping | None = None,
+) -> list[dict]:
+    """Docs of one track: validated items with their audio resolved (not decoded)."""
+    manifest = task_manifest(
+        track, variant, data_dir=data_dir, prompt_style=prompt_style, extractor=extractor
+    )
+    run = {key: manifest[key] for key in DOC_FIELDS} | {
+        "exclude_defective": parse_bool("exclude_defective", exclude_defective)
+    }
+    settings = settings or {}
+    with_audio = audio_enabled(settings)
+    roots = AudioRoots.from_settings(settings)
+    items = load_items(data_dir, track, variant)
+    clips = clip_indices(items)
+    docs = []
+    for item in items:
+        if not with_audio:
+            audio_path, audio_error = "", "text-only run: no audio"
+        else:
+            try:
+                audio_path = str(resolve_audio(track, item.audio_filename, roots))
+                audio_error = ""
+            except AudioFileError as error:
+                # Reported when lm-eval builds this item's request: under --limit an absent
+                # clip that is never requested must not stop the run.
+                audio_path, audio_error = "", str(error)
+        docs.append(
+            item_to_doc(
+                item,
+                audio_path=audio_path,
+                audio_error=audio_error,
+                run=run,
+                clip_index=clips[item.clip_key],
+            )
+        )
+    return docs
+
+
+def docs_arguments(settings: Mapping) -> dict:
+    """`--metadata` keys and the YAML's `dataset_kwargs`, as `task_manifest` takes them."""
+    return {
+        "track": str(settings.get("track")),
+        "variant": str(settings.get("variant") or "main"),
+        "data_dir": settings.get("data_dir"),
+        "prompt_style": str(settings.get("prompt") or "plain"),
+        "extractor": str(settings.get("extractor") or DEFAULT_EXTRACTOR),
+    }
+
+
+def load_dataset(**kwargs: object) -> datasets.DatasetDict:
+    """`custom_dataset` hook: receives `--metadata` keys and the YAML's `dataset_kwargs`."""
+    docs = build_docs(
+        **docs_arguments(kwargs),
+        exclude_defective=kwargs.get("exclude_defective", False),
+        settings=kwargs,
+    )
+    excluded = sum(1 for d in docs if d["exclude_defective"] and d["flags"])
+    if excluded:
+        logger.warning(
+            "aqua_%s: exclude_defective is on: %d flagged items are excluded from the metrics",
+            kwargs.get("track"),
+            excluded,
+        )
+    return datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
+
+
+def doc_to_text(doc: Mapping) -> str:
+    """The released prompt (stem, inline options, guidance) after the audio placeholder."""
+    return render_prompt(doc)
+
+
+def doc_to_target(doc: Mapping) -> str:
+    """Gold as '(letter) text' for logs; scoring uses the option text."""
+    return f"({chr(ord('a') + int(doc['answer_index']))}) {doc['answer']}"
+
+
+def doc_to_audio(doc: Mapping) -> list[LazyAudio]:
+    """The clip as a lazily decoded 16 kHz mono array; a missing file fails here, pre-inference."""
+    if doc["audio_error"]:
+        raise AudioFileError(f"aqua_{doc['track']} item {doc['id']}: {doc['audio_error']}")
+    try:
+        probe_audio(doc["audio_path"])
+    except AudioFileError as error:
+        raise AudioFileError(f"aqua_{doc['track']} item {doc['id']}: {error}") from None
+    return [LazyAudio(doc["audio_path"])]
+
+
+def process_results(doc: Mapping, results: Sequence[str]) -> dict[str, int]:
+    """Score one reply; every metric receives the same packed per-item outcome."""
+    reply = results[0] if results else ""
+    verdict = score_reply(
+        doc_to_item(doc),
+        reply if isinstance(reply, str) else str(reply),
+        extractor=doc["extractor"],
+        exclude_defective=bool(doc["exclude_defective"]),
+    )
+    # lm-eval logs this value once per metric in every sample line: it holds only what the
+    # metrics read, packed into one small integer (see scoring.pack_outcome).
+    return dict.fromkeys(ALL_METRICS, pack_outcome(int(doc["clip_index"]), item_outcome(verdict)))
