@@ -29,6 +29,11 @@ _EXPORTS = {
     "audio_for_item": "aqua_tasks.audio.clips",
     "load_audio": "aqua_tasks.audio.clips",
     "resolve_audio": "aqua_tasks.audio.clips",
+    # aqua-build: AQUA's four types for another multiple-choice audio benchmark
+    "BuildConfig": "aqua_tasks.build.builder",
+    "BuildError": "aqua_tasks.build.source",
+    "GeneratorSettings": "aqua_tasks.build.api",
+    "build_file": "aqua_tasks.build.api",
     # lm-eval: tasks, models and `metric: orca` registered for the Python API
     "register_all": "aqua_tasks.lm_eval.registration",
 }

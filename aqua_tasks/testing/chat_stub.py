@@ -69,6 +69,7 @@ class StubConfig:
     always_fail: Mapping[str, int] = field(default_factory=dict)
     stall_seconds: float = 2.0  # how long a "timeout" action keeps the client waiting
     hold_after: int | None = None  # after this many replies, hold further requests
+    require_audio: bool = True  # False: text-only chats are served too (aqua-build's IAQD)
 
 
 class StubState:
@@ -119,7 +120,9 @@ def decode_clip(part: Mapping[str, Any]) -> tuple[bytes, ReceivedClip]:
     return raw, clip
 
 
-def read_request(body: Mapping[str, Any]) -> tuple[ReceivedRequest, list[str]]:
+def read_request(
+    body: Mapping[str, Any], require_audio: bool = True
+) -> tuple[ReceivedRequest, list[str]]:
     """The text and clips of a chat-completions body, with the problems found in it."""
     problems: list[str] = []
     messages = body.get("messages") or []
@@ -140,7 +143,7 @@ def read_request(body: Mapping[str, Any]) -> tuple[ReceivedRequest, list[str]]:
             continue
         clips.append(clip)
         digest.update(raw)
-    if not clips:
+    if not clips and require_audio:
         problems.append("request carries no audio")
     text = "".join(texts)
     return ReceivedRequest(text, clips, digest.hexdigest(), time.monotonic()), problems
@@ -179,7 +182,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(401, "Incorrect API key provided")
         if config.model and body.get("model") != config.model:
             return self._error(404, f"The model `{body.get('model')}` does not exist.")
-        request, problems = read_request(body)
+        request, problems = read_request(body, config.require_audio)
         with state.lock:
             state.requests.append(request)
             state.problems.extend(problems)

@@ -102,6 +102,45 @@ def test_core_imports_no_harness_no_torch_and_nothing_outside_core():
     assert not violations(rule)
 
 
+def test_build_imports_no_harness_no_torch_at_module_level_and_only_core_and_the_http_client():
+    # aqua-build runs without a harness; only its `hf` generator imports torch/transformers,
+    # lazily inside the one function that needs them.
+    allowed = (
+        "aqua_tasks.build",
+        "aqua_tasks.core",
+        "aqua_tasks.models.api.cache",
+        "aqua_tasks.models.api.http",
+        "aqua_tasks.models.durable_jsonl",
+    )
+    lazy_ok = {
+        ("aqua_tasks.build.iaqd_llm", "torch"),
+        ("aqua_tasks.build.iaqd_llm", "transformers"),
+        ("aqua_tasks.build.source", "datasets"),
+    }
+
+    def rule(mod: str, imp: str) -> bool:
+        if not within(mod, "aqua_tasks.build"):
+            return False
+        if any(within(imp, lib) for lib in (*HARNESSES, "torch", "transformers", "datasets")):
+            return (mod, imp.split(".")[0]) not in lazy_ok
+        return within(imp, "aqua_tasks") and not any(within(imp, a) for a in allowed)
+
+    assert not violations(rule)
+    top_level = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for name, path in MODULES.items()
+        if within(name, "aqua_tasks.build")
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        and any(
+            within(alias.name if isinstance(node, ast.Import) else node.module or "", lib)
+            for alias in node.names
+            for lib in ("torch", "transformers", "datasets")
+        )
+    ]
+    assert top_level == []
+
+
 def test_the_task_definition_imports_no_harness_and_no_adapter():
     def rule(mod: str, imp: str) -> bool:
         if not within(mod, "aqua_tasks.task"):
@@ -182,6 +221,7 @@ def test_the_rules_see_every_room():
     assert {
         "aqua_tasks.core",
         "aqua_tasks.audio",
+        "aqua_tasks.build",
         "aqua_tasks.models",
         "aqua_tasks.runs",
         "aqua_tasks.reports",

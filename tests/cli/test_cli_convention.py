@@ -60,7 +60,7 @@ def _is_cli(module: str) -> bool:
 
 
 def test_every_console_script_runs_a_cli_module_named_after_it():
-    assert len(SCRIPTS) == 11
+    assert len(SCRIPTS) == 12
     for command, target in SCRIPTS.items():
         module, _, attr = target.partition(":")
         package, _, leaf = module.rpartition(".")
@@ -127,6 +127,7 @@ def test_cli_modules_report_errors_only_through_the_shared_fail_helper():
         ("aqua-demo", ["--clips-per-class", "0"], "--clips-per-class must be at least 1"),
         ("aqua-report", ["{tmp}/absent", "--no-chart"], "absent: no such file or directory"),
         ("aqua-regress", ["--baseline", "{tmp}/a", "--candidate", "{tmp}/b"], "no such file"),
+        ("aqua-build", ["--input", "{tmp}/absent.json", "--output", "{tmp}/o"], "no such file"),
         ("orca-train", ["--output", "{tmp}/o", "--train", "{tmp}/t.jsonl"], "no --dev file"),
         ("orca-score", ["--checkpoint", "{tmp}/c", "--input", "{tmp}/i.jsonl"], "no such file"),
         ("orca-lm-eval-items", ["{tmp}/s.jsonl", "--output", "{tmp}/o"], "no such file"),
