@@ -150,6 +150,45 @@ def test_the_task_definition_imports_no_harness_and_no_adapter():
     assert not violations(rule)
 
 
+# The README's "Architecture" table: room -> the rooms of ours it may import (besides itself
+# and the top level of its own package). Libraries are checked by the rules above.
+ROOM_MAY_IMPORT = {
+    "aqua_tasks.core": {"eval_common"},
+    "aqua_tasks.audio": {"aqua_tasks.core", "eval_common"},
+    "aqua_tasks.task": {"aqua_tasks.core", "aqua_tasks.audio", "eval_common"},
+    "aqua_tasks.runs": {"aqua_tasks.core", "eval_common", "orca_judge", "orca_judge.metric"},
+    "aqua_tasks.reports": {"aqua_tasks.core", "aqua_tasks.runs", "eval_common", "orca_judge"},
+    "aqua_tasks.gate": {"aqua_tasks.core", "aqua_tasks.runs", "aqua_tasks.reports", "eval_common"},
+    "aqua_tasks.models": {"aqua_tasks.core", "aqua_tasks.audio", "aqua_tasks.runs", "eval_common"},
+    "aqua_tasks.build": {"aqua_tasks.core", "aqua_tasks.models", "eval_common"},
+    "aqua_tasks.testing": {"aqua_tasks.core", "eval_common"},
+    "orca_judge": {"eval_common", "orca_judge.checkpoint"},
+    "orca_judge.checkpoint": {"eval_common", "orca_judge"},
+    "orca_judge.training": {"eval_common", "orca_judge", "orca_judge.checkpoint"},
+    "orca_judge.metric": {"eval_common", "orca_judge", "orca_judge.checkpoint"},
+    "eval_common": set(),
+}
+ROOMS = sorted(
+    {*ROOM_MAY_IMPORT, *ADAPTERS, "aqua_tasks.cli", "orca_judge.cli", "aqua_tasks", "orca_judge"},
+    key=len,
+    reverse=True,
+)
+
+
+def room_of(module: str) -> str | None:
+    return next((room for room in ROOMS if within(module, room)), None)
+
+
+def test_each_room_imports_only_what_the_architecture_table_allows():
+    def rule(mod: str, imp: str) -> bool:
+        own, other = room_of(mod), room_of(imp)
+        if own not in ROOM_MAY_IMPORT or other is None or other == own:
+            return False
+        return other not in ROOM_MAY_IMPORT[own]
+
+    assert not violations(rule)
+
+
 def test_harness_adapters_are_leaves_imported_only_by_command_lines_and_each_other():
     def rule(mod: str, imp: str) -> bool:
         if not any(within(imp, adapter) for adapter in ADAPTERS):
