@@ -133,7 +133,7 @@ def test_options_weighed_in_the_thinking_never_decide(dog):
 
 
 def test_thinking_followed_by_a_refusal_is_a_refusal_not_a_rejection(absent):
-    reply = "<think>None of the options fit... (b) Cat?</think>\nSorry, I could not open the audio clip."
+    reply = "<think>None of the options fit... (b) Cat?</think>\nSorry, I could not open the audio."
     result = read(reply, absent)
     assert (result.choice, result.parsed) == (None, False)
     assert result.reason == "after </think>: refusal: 'could not open the audio'"
@@ -161,7 +161,8 @@ def test_an_answer_first_reasoning_reply_keeps_its_answer(dog):
       "in the marked table row: letter (c)"),
      ("Option C", "bare letter (c)"), ("C)", "bare letter (c)"),
      ("It is the third option.", "ordinal 'the third option' = letter (c)"),
-     ("I'd go with the third choice.", "after \"i'd go with\": ordinal 'the third choice' = letter (c)")],
+     ("I'd go with the third choice.",
+      "after \"i'd go with\": ordinal 'the third choice' = letter (c)")],
 )  # fmt: skip
 def test_structured_answers_choose_their_option(reply, reason, dog):
     result = read(reply, dog)
@@ -195,7 +196,8 @@ def test_two_marked_table_rows_naming_different_options_are_ambiguous(dog):
      ("답: (a)", "A", "ko"), ("돼지 소리입니다.", "D", "ko"),
      ("Elijo la opción b", "B", "es"), ("Es un perro que ladra.", "C", "es"),
      ("Richtige Antwort ist (e)", "E", "de"), ("Das ist ein Hund, kein Schwein.", "C", "de"),
-     ("La bonne réponse est (c).", "C", "fr"), ("C'est un chien qui aboie, pas un coq.", "C", "fr")],
+     ("La bonne réponse est (c).", "C", "fr"),
+     ("C'est un chien qui aboie, pas un coq.", "C", "fr")],
 )  # fmt: skip
 def test_localised_frames_and_class_names_are_read(reply, expected, language, dog):
     result = read(reply, dog)
