@@ -81,9 +81,8 @@ def split_reply(text: str, hit_limit: bool = False) -> ReplyParts:
     why = _unfinished(text)
     if why:
         return ReplyParts("", "", f"truncated: {why}", False)
-    conclusion = None
-    for conclusion in _CONCLUSION.finditer(text):  # noqa: B007 - the last one is wanted
-        pass
+    conclusions = list(_CONCLUSION.finditer(text))
+    conclusion = conclusions[-1] if conclusions else None
     if conclusion is not None and conclusion.start() >= REASONING_CHARS:
         where = f"after {' '.join(conclusion.group().split()).lower()!r}"
         # Without tags the reasoning may still hold the answer ("(c) Cow. Reasoning: …").
