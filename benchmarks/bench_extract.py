@@ -7,16 +7,26 @@ and long reasoning replies that weigh several options before answering. Every ex
 same run; the table counts, per reply kind, the replies on which two extractors choose
 differently (an unparsed reply chooses nothing).
 
+The mix also holds the replies reasoning and multilingual models write: 4 000+ character
+reasoning replies (`long-reasoning`), `<think>` blocks finished and cut off (`think`),
+structured answers (`structured`), non-English replies (`multilingual`) and paraphrased
+rejections (`paraphrase`). `aqua-rules` 2.0, read from git (the last commit that had it, or
+`--baseline-ref`), is timed on the same replies, so the cost ratio of today's version to it
+is measured in one run.
+
     python benchmarks/bench_extract.py --n 20000 --json
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import platform
 import random
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +39,21 @@ from aqua_tasks.core.extract import (
     extract_string_match,
 )
 
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "aqua-bench"
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DATA_DIR = REPO.parent / "shared" / "data" / "aqua-bench"
+BASELINE_MODULES = ("verdict", "rules_words", "rules_mentions", "rules_non_answers", "rules")
+# Reasoning replies written by models such as Qwen3-Omni-Thinking: long, and weighing options.
+THINKING = (
+    "Okay, let me analyze the audio. First I will listen for the onset and the pitch contour. ",
+    "The spectrum shows energy concentrated in the lower bands, with a few harmonics above. ",
+    "I should compare the timbre against what each option would typically sound like. ",
+    "There is some reverberation, so the recording was probably made indoors or near walls. ",
+)
+MULTILINGUAL = ("正确答案：{L}", "我选 {l}", "答えは({l})です。", "답: ({l})",
+                "Elijo la opción {l}", "Richtige Antwort ist ({l})",
+                "La bonne réponse est ({l}).")  # fmt: skip
+PARAPHRASES = ("What I hear is not among these.", "Every one of the choices is incorrect.",
+               "选项都不对", "ninguna opción es correcta", "nichts davon stimmt")  # fmt: skip
 FILLER = (
     "The recording is about five seconds long with some background noise. ",
     "The timbre is bright and the onset is sharp, with a clear harmonic structure. ",
@@ -53,8 +77,9 @@ def make_reply(item: AquaItem, rng: random.Random) -> tuple[str, str]:
     """One reply of a randomly drawn kind, as a model might write it about this item."""
     i = rng.randrange(len(item.options))
     text, letter = item.options[i], _letter(i)
-    kinds = ["letter", "text", "rejection", "answer-first", "non-answer", "reasoning"]
-    kind = rng.choices(kinds, weights=[3, 3, 1, 2, 1, 3])[0]
+    kinds = ["letter", "text", "rejection", "answer-first", "non-answer", "reasoning",
+             "long-reasoning", "think", "structured", "multilingual", "paraphrase"]  # fmt: skip
+    kind = rng.choices(kinds, weights=[3, 3, 1, 2, 1, 3, 3, 2, 1, 1, 1])[0]
     if kind == "letter":
         reply = rng.choice([f"({letter})", letter.upper(), f"Answer: {letter.upper()}",
                             f"**({letter.upper()})**", f"({letter}) {text}"])  # fmt: skip
@@ -76,7 +101,7 @@ def make_reply(item: AquaItem, rng: random.Random) -> tuple[str, str]:
         )
     elif kind == "non-answer":
         reply = rng.choice(NON_ANSWERS)
-    else:
+    elif kind == "reasoning":
         # Reasoning replies weigh other options before committing, as chain-of-thought does.
         others = rng.sample(range(len(item.options)), k=min(3, len(item.options)))
         steps = [f"({_letter(j)}) {item.options[j]} would sound different. " for j in others]
@@ -84,7 +109,34 @@ def make_reply(item: AquaItem, rng: random.Random) -> tuple[str, str]:
         ending = rng.choice([f"So the answer is ({letter}) {text}.", f"Final answer: **{text}**",
                              f"Therefore, ({letter})."])  # fmt: skip
         reply = body + "".join(steps) + ending
+    else:
+        reply = _modern_reply(kind, item, i, rng)
     return kind, reply
+
+
+def _modern_reply(kind: str, item: AquaItem, i: int, rng: random.Random) -> str:
+    """A reply in the styles of 2026 reasoning and multilingual models."""
+    text, letter = item.options[i], _letter(i)
+    others = [f"({_letter(j)}) {item.options[j]}" for j in range(len(item.options)) if j != i][:3]
+    weighing = "".join(f"Could it be {o}? That would sound different. " for o in others)
+    if kind == "long-reasoning":
+        body = "".join(rng.choice(THINKING) for _ in range(rng.randint(50, 80)))
+        return body + weighing + rng.choice([f"So the answer is ({letter}) {text}.",
+                                             f"Final answer: ({letter})"])  # fmt: skip
+    if kind == "think":
+        body = "".join(rng.choice(THINKING) for _ in range(rng.randint(5, 40))) + weighing
+        # Finished, cut off inside the thinking, and cut off in the answer frame.
+        lean = f"It sounds most like ({letter}) {text}, though the"
+        return rng.choice([f"<think>{body}</think>\n\n({letter}) {text}", f"<think>{body}{lean}",
+                           f"<think>{body}</think>\nFinal answer: ("])  # fmt: skip
+    if kind == "structured":
+        return rng.choice([f"$\\boxed{{{letter}}}$",
+                           json.dumps({"choice": letter, "explanation": weighing}),
+                           f"| option | chosen |\n|---|---|\n| ({letter}) {text} | ✓ |"],
+                          )  # fmt: skip
+    if kind == "multilingual":
+        return rng.choice(MULTILINGUAL).format(l=letter, L=letter.upper())
+    return rng.choice(PARAPHRASES)
 
 
 def time_extractor(fn: Callable[[str, AquaItem], Extraction], work: list) -> float:
@@ -107,7 +159,33 @@ EXTRACTORS: dict[str, Callable[[str, AquaItem], Extraction]] = {
     "mmau-string-match": lambda reply, item: extract_string_match(reply, item.options),
 }
 PAIRS = (("aqua-rules", "official"), ("aqua-rules", "mmau-string-match"),
-         ("official", "mmau-string-match"))  # fmt: skip
+         ("official", "mmau-string-match"), ("aqua-rules", "aqua-rules 2.0"))  # fmt: skip
+
+
+def baseline_extractor(ref: str | None) -> tuple[str, Callable[[str, AquaItem], Extraction]]:
+    """`aqua-rules` 2.0 as committed at `ref` (default: the last commit that had it)."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), *args], check=True, capture_output=True,
+                              text=True).stdout  # fmt: skip
+
+    if ref is None:
+        removed = git("log", "-1", "--format=%H", "-S", '"aqua-rules": "2.0"', "--",
+                      "aqua_tasks/core/extract/registry.py").strip()  # fmt: skip
+        ref = f"{removed}^"
+    folder = Path(tempfile.mkdtemp(prefix="aqua_rules_baseline_")) / "aqua_rules_baseline"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    for name in BASELINE_MODULES:
+        source = git("show", f"{ref}:aqua_tasks/core/extract/{name}.py")
+        source = source.replace("aqua_tasks.core.extract.", "aqua_rules_baseline.")
+        (folder / f"{name}.py").write_text(source, encoding="utf-8")
+    sys.path.insert(0, str(folder.parent))
+    rules = importlib.import_module("aqua_rules_baseline.rules")
+    commit = git("rev-parse", "--short", ref).strip()
+    return commit, lambda reply, item: rules.extract_aqua_rules(
+        reply, item.options, item.rejection_strings
+    )
 
 
 def disagreement_table(kinds: list[str], choices: dict[str, list[int | None]]) -> dict:
@@ -130,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
         "--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="folder of released JSON files"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--baseline-ref", help="git commit holding aqua-rules 2.0 (default: the last one that did)"
+    )
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error("--n must be at least 1")
@@ -148,8 +229,14 @@ def main(argv: list[str] | None = None) -> int:
     drawn = [rng.choice(items) for _ in range(args.n)]
     replies = [make_reply(item, rng) for item in drawn]
     work = [(reply, item) for item, (_, reply) in zip(drawn, replies, strict=True)]
-    speed = {name: time_extractor(fn, work) for name, fn in EXTRACTORS.items()}
-    results = {name: [fn(r, item) for r, item in work] for name, fn in EXTRACTORS.items()}
+    try:
+        baseline_commit, baseline = baseline_extractor(args.baseline_ref)
+    except (subprocess.CalledProcessError, OSError) as error:
+        print(f"error: cannot read aqua-rules 2.0 from git: {error}", file=sys.stderr)
+        return 2
+    extractors = EXTRACTORS | {"aqua-rules 2.0": baseline}
+    speed = {name: time_extractor(fn, work) for name, fn in extractors.items()}
+    results = {name: [fn(r, item) for r, item in work] for name, fn in extractors.items()}
     choices = {name: [x.choice for x in rs] for name, rs in results.items()}
     kind_of = [kind for kind, _ in replies]
     kinds = {k: kind_of.count(k) for k in sorted(set(kind_of))}
@@ -158,7 +245,10 @@ def main(argv: list[str] | None = None) -> int:
         "mix": kinds,
         "mean_reply_chars": round(sum(len(r) for _, r in replies) / args.n, 1),
         "replies_per_s": {name: round(v) for name, v in speed.items()},
+        "cost_ratio_vs_2_0": round(speed["aqua-rules 2.0"] / speed["aqua-rules"], 2),
+        "baseline_commit": baseline_commit,
         "unparsed": {name: sum(not x.parsed for x in rs) for name, rs in results.items()},
+        "truncated": sum(x.reason.startswith("truncated") for x in results["aqua-rules"]),
         "disagreements": disagreement_table(kind_of, choices),
         "python": platform.python_version(),
         "machine": platform.machine(),
@@ -170,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, value in speed.items():
         unparsed = result["unparsed"][name]
         print(f"{name:<18} {value:12,.0f} replies/s   unparsed {unparsed}")
+    ratio = result["cost_ratio_vs_2_0"]
+    print(f"aqua-rules cost / aqua-rules 2.0 ({baseline_commit}) cost: {ratio}")
     print("\nreplies on which two extractors choose differently")
     header = ["kind", "replies", *(f"{a} vs {b}" for a, b in PAIRS)]
     print(" | ".join(header))

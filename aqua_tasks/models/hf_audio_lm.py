@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from aqua_tasks.audio.checks import ClipReport, check_clips
 from aqua_tasks.core.generation_failure import failed_reply
+from aqua_tasks.core.generation_limit import limited_reply
 from aqua_tasks.models.audio_prompts import (
     AUDIO_PLACEHOLDER,
     cut_at_stop,
@@ -423,7 +424,17 @@ class AudioLM(LM):
             )
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
         texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-        return [cut_at_stop(text, until) for text in texts]
+        # A row still generating at the last step (its last token is no end or padding) was
+        # cut by max_new_tokens: marked, so the extractor reads it as possibly unfinished.
+        ends = {*self.eos_token_ids, self.pad_token_id}
+        at_limit = [
+            new_tokens.shape[1] >= max_new and int(row[-1]) not in ends for row in new_tokens
+        ]
+        replies = []
+        for text, limited in zip(texts, at_limit, strict=True):
+            cut = cut_at_stop(text, until)
+            replies.append(limited_reply(cut) if limited and cut == text else cut)
+        return replies
 
     def _release_memory(self) -> None:
         import torch

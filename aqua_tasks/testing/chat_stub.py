@@ -62,6 +62,8 @@ class StubConfig:
     model: str | None = None  # when set, any other model gets 404
     latency: float = 0.0  # seconds added to every request
     reply: Callable[[ReceivedRequest], str] = lambda request: "The answer is (a)."
+    # Why generation stopped, per request: "length" stands for a reply cut at max_tokens.
+    finish_reason: Callable[[ReceivedRequest], str] = lambda request: "stop"
     # Item marker (a substring of its text) -> actions for its first attempts, then success.
     faults: Mapping[str, Sequence[str]] = field(default_factory=dict)
     # Item marker -> status returned on every attempt (the message echoes the Authorization
@@ -221,7 +223,7 @@ class _Handler(BaseHTTPRequestHandler):
                     {
                         "index": 0,
                         "message": {"role": "assistant", "content": reply},
-                        "finish_reason": "stop",
+                        "finish_reason": config.finish_reason(request),
                     }
                 ],
                 "usage": usage,

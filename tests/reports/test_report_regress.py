@@ -475,7 +475,7 @@ def test_regress_rescores_rather_than_refuses_a_run_with_another_extractor_versi
     other = _edit_manifest(runs["base"], tmp_path / "version", "extractor_version", "1.0")
     code, _, err = regress(capsys, "--baseline", str(other), "--candidate", str(runs["base"]))
     assert code == 0, err
-    assert "recorded extractor 'aqua-rules' 1.0 re-scored with 'aqua-rules' 2.0" in err
+    assert "recorded extractor 'aqua-rules' 1.0 re-scored with 'aqua-rules' 3.0" in err
 
 
 def _other_data(sample: dict) -> dict:

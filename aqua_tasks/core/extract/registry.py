@@ -10,21 +10,25 @@ from aqua_tasks.core.extract.mmau import extract_string_match
 from aqua_tasks.core.extract.rules import DEFAULT_REJECTIONS, extract_aqua_rules
 from aqua_tasks.core.extract.verdict import Extraction
 from aqua_tasks.core.generation_failure import failure_message
+from aqua_tasks.core.generation_limit import split_token_limit
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_EXTRACTOR = "aqua-rules"
-# Each extractor reads (reply, options, rejection strings); only ours uses the last.
+# Each extractor reads (reply, options, rejection strings); only ours uses the last, and only
+# ours reads the token-limit marker: the others see the reply as the model wrote it.
 _EXTRACTORS: dict[str, Callable[[str, Sequence[str], Sequence[str]], Extraction]] = {
     "aqua-rules": extract_aqua_rules,
-    "mmau-string-match": lambda reply, options, _: extract_string_match(reply, options),
-    "official": lambda reply, options, _: extract_official(reply, options),
+    "mmau-string-match": lambda reply, options, _: extract_string_match(
+        split_token_limit(reply)[0], options
+    ),
+    "official": lambda reply, options, _: extract_official(split_token_limit(reply)[0], options),
 }
 # Names runs recorded before a rename (0.1.0 wrote `mmau`): re-scored by what they now name.
 EXTRACTOR_ALIASES: dict[str, str] = {"mmau": "aqua-rules"}
 # Every accepted name, canonical names first (argparse choices, metadata validation).
 EXTRACTOR_NAMES: tuple[str, ...] = (*_EXTRACTORS, *EXTRACTOR_ALIASES)
-_CURRENT_VERSIONS = {"aqua-rules": "2.0", "official": "1.0", "mmau-string-match": "1.0"}
+_CURRENT_VERSIONS = {"aqua-rules": "3.0", "official": "1.0", "mmau-string-match": "1.0"}
 # Keyed by every accepted name, so a manifest can look up whichever name it was given.
 EXTRACTOR_VERSIONS: dict[str, str] = _CURRENT_VERSIONS | {
     alias: _CURRENT_VERSIONS[target] for alias, target in EXTRACTOR_ALIASES.items()

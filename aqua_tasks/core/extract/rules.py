@@ -12,6 +12,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from aqua_tasks.core.extract.languages import gloss
+from aqua_tasks.core.extract.reasoning import split_reply
 from aqua_tasks.core.extract.rules_mentions import (
     Mention,
     Mentions,
@@ -20,7 +22,7 @@ from aqua_tasks.core.extract.rules_mentions import (
     post_negated,
     pre_negated,
 )
-from aqua_tasks.core.extract.rules_non_answers import SHORT_REPLY_WORDS, no_answer
+from aqua_tasks.core.extract.rules_non_answers import SHORT_REPLY_WORDS, hedge_phrase, no_answer
 from aqua_tasks.core.extract.rules_words import (
     NEXT_WORD,
     NO_REJECTION,
@@ -29,7 +31,9 @@ from aqua_tasks.core.extract.rules_words import (
     compile_item,
     stem_of,
 )
+from aqua_tasks.core.extract.structured import ordinal_mentions, structured_answer
 from aqua_tasks.core.extract.verdict import Extraction, checked_options
+from aqua_tasks.core.generation_limit import split_token_limit
 
 DEFAULT_REJECTIONS: tuple[str, ...] = ("None of the above", "Unanswerable")
 
@@ -76,6 +80,15 @@ _LEAD_VOCABULARY = (
 _LEAD_WORDS = frozenset(_LEAD_VOCABULARY.split())
 _HEDGE = re.compile(r"\b(?:maybe|perhaps|possibly|probably|likely|might|may|could|or|guess)\b")
 _LEAD_MAX_WORDS = 6
+# What a reply says it hears once it has ruled the options out: "it is a goat bleating".
+_INSTEAD = re.compile(
+    r"\b(?:it(?:'s|\s+is)|this\s+is|that(?:'s|\s+is)|sounds\s+like|i\s+hear|what\s+i\s+hear\s+is"
+    r"|instead)\s+(?:(?:actually|clearly|really|definitely|obviously|more\s+like)\s+)?"
+    r"(?:an?|the)\s+([a-z][a-z-]+)"
+)
+# Reasons of explicit answers: a reply that hit the token limit keeps only these.
+_EXPLICIT = ("bare letter", "letter (", "after ", "in first line", "in \\boxed", "in the JSON",
+             "in the marked", "error", "refusal")  # fmt: skip
 
 
 class _Target(NamedTuple):
@@ -214,6 +227,25 @@ def _by_lead(
     return decided
 
 
+def _named_instead(text: str, low: str, mentions: Mentions, item: Item) -> Extraction | None:
+    """Every option named is ruled out and the reply names what it hears instead: a rejection."""
+    for found in _INSTEAD.finditer(low):
+        if mentions.covers(found.start(1)) or pre_negated(low, _span(found)):
+            continue
+        heard = text[found.start(1) : found.end(1)]
+        if item.rejection == NO_REJECTION:
+            return Extraction(None, True, f"rules out the options, names {heard!r}: not an option")
+        rejection = item.options[item.rejection]
+        return Extraction(
+            item.rejection, True, f"rules out the options, names {heard!r} -> option {rejection!r}"
+        )
+    return None
+
+
+def _span(found: re.Match[str]) -> Mention:
+    return Mention(found.start(1), found.end(1), frozenset(), "text", "")
+
+
 def _by_position(
     text: str, low: str, mentions: Mentions, committed: Mentions, item: Item
 ) -> Extraction:
@@ -234,6 +266,9 @@ def _by_position(
     if ambiguous:
         return ambiguous
     if mentions.items:
+        instead = _named_instead(text, low, mentions, item)
+        if instead:
+            return instead
         names = " and ".join(_describe(i, item) for i in sorted(mentions.named_from(0)))
         return Extraction(None, False, f"only negated or hypothetical mentions of {names}")
     # No option named: a short reply names something else, which is a wrong answer.
@@ -247,17 +282,10 @@ def _by_position(
     return Extraction(None, False, "no-commitment: no option, letter or rejection recognised")
 
 
-def extract_aqua_rules(
-    reply: str, options: Sequence[str], rejection_strings: Sequence[str] = DEFAULT_REJECTIONS
-) -> Extraction:
-    """Read the option a free-form reply commits to, never guessing (see docs/extraction.md)."""
-    if isinstance(rejection_strings, str):
-        raise ValueError("rejection_strings must be a sequence of strings, not one string")
-    item = compile_item(checked_options(reply, options), tuple(rejection_strings))
-    # NFKC folds full-width brackets and letters: "（Ｅ）" is "(E)".
-    text = unicodedata.normalize("NFKC", reply).translate(_TRANSLATE).strip()
+def _read(text: str, item: Item, structures: bool = True) -> Extraction:
+    """What one normalised reply (or a piece of one) commits to, by the ordered rules."""
     if not WORD.search(text):
-        return Extraction(None, False, "error: empty reply" if not text else "no words in reply")
+        return Extraction(None, False, "no words in reply")
     low = text.translate(_ASCII_LOWER)
     bare = _BARE_LETTER.fullmatch(low)
     if bare:
@@ -265,18 +293,60 @@ def extract_aqua_rules(
         if ord(letter) - ord("a") < len(item.options):
             return Extraction(item.canon[ord(letter) - ord("a")], True, f"bare letter ({letter})")
         return Extraction(None, True, f"letter ({letter}) is not an option")
+    if structures:
+        structured = structured_answer(text, lambda piece: _read(piece, item, False))
+        if structured:
+            return structured
     targets, cue_letters = _cue_targets(low, item)
-    mentions = Mentions(find_mentions(text, low, item, cue_letters))
+    mentions = Mentions(find_mentions(text, low, item, cue_letters + ordinal_mentions(low, item)))
     committed = mentions.committed(low)
     # Order: no answer at all; a self-correction; the last explicit answer cue; a committing
     # first line; then what the whole reply, its last line or its last sentence commits to.
-    return (
+    decided = (
         no_answer(text, low, committed)
         or _by_correction(text, low, targets, committed, item)
         or _by_cue(text, low, targets, mentions, committed, item)
         or _by_lead(text, low, mentions, committed, item)
         or _by_position(text, low, mentions, committed, item)
     )
+    hedge = None if decided.parsed else hedge_phrase(low)
+    if hedge and decided.reason.startswith("ambiguous"):
+        # "Either (b) or (d), hard to say": the reply itself says it does not commit.
+        return Extraction(None, False, f"no-commitment: hedge {hedge!r}, {decided.reason}")
+    return decided
+
+
+def extract_aqua_rules(
+    reply: str, options: Sequence[str], rejection_strings: Sequence[str] = DEFAULT_REJECTIONS
+) -> Extraction:
+    """Read the option a free-form reply commits to, never guessing (see docs/extraction.md)."""
+    if isinstance(rejection_strings, str):
+        raise ValueError("rejection_strings must be a sequence of strings, not one string")
+    item = compile_item(checked_options(reply, options), tuple(rejection_strings))
+    reply, hit_limit = split_token_limit(reply)
+    # NFKC folds full-width brackets and letters: "（Ｅ）" is "(E)".
+    text = unicodedata.normalize("NFKC", reply).translate(_TRANSLATE).strip()
+    if not WORD.search(text):
+        if hit_limit:
+            return Extraction(None, False, "truncated: hit the token limit before any text")
+        return Extraction(None, False, "error: empty reply" if not text else "no words in reply")
+    text, spoken = gloss(text)
+    lexicon = f" [read through the {'+'.join(spoken)} lexicon]" if spoken else ""
+    parts = split_reply(text, hit_limit)
+    if parts.truncated:
+        return Extraction(None, False, parts.truncated + lexicon)
+    decided = _read(parts.final, item)
+    if parts.where and not decided.parsed and parts.fallback:
+        # An untagged reply may answer before reasoning: "(c) Cow. Reasoning: ... Therefore ..."
+        whole = _read(text, item)
+        decided = whole if whole.parsed else decided
+    elif parts.where:
+        decided = Extraction(decided.choice, decided.parsed, f"{parts.where}: {decided.reason}")
+    if hit_limit and not parts.where and not decided.reason.startswith(_EXPLICIT):
+        # Cut off by the token limit: leaning towards an option is not choosing it.
+        why = f"hit the token limit before an answer (it read: {decided.reason})"
+        return Extraction(None, False, f"truncated: {why}{lexicon}")
+    return Extraction(decided.choice, decided.parsed, decided.reason + lexicon)
 
 
 # The default extractor's former name, kept for old imports.

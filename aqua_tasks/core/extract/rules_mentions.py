@@ -25,6 +25,19 @@ _UPPER_LETTER = re.compile(r"(?<![\w'.-])[A-Z](?![\w'-]|\.\w)")
 # After an uppercase letter these words keep it a letter ("B is correct", not "E string").
 _LETTER_VERBS = frozenset({"is", "was", "seems", "sounds", "fits", "matches", "would", "because"})
 _ARTICLE_BEFORE = re.compile(r"\b(?:a|an|the) $")
+# "These are colours, not instruments": the options belong to another category than the question.
+_CATEGORIES = (
+    r"(?:colou?rs|foods|dishes|drinks|beverages|professions|occupations|jobs|cities|places"
+    r"|locations|vehicles|clothes|clothing|garments|books|emotions|feelings|games|sports|sizes"
+    r"|objects|things|items|characters|appearances|adjectives|animals|instruments)"
+)
+_DOMAINS = (
+    r"(?:an?\s+|any\s+)?(?:animals?|(?:musical\s+)?instruments?|(?:vocal\s+)?sounds?|noises?)"
+)
+_CATEGORY_MISMATCH = (
+    r"\b(?:these|they|those|the\s+(?:options|choices|answers))\s+(?:are|'re)\s+(?:all\s+)?"
+    rf"(?:just\s+)?(?:\w+\s+)?{_CATEGORIES}\s*,?\s*(?:and\s+)?not\s+{_DOMAINS}\b"
+)
 _REJECTION = re.compile(
     r"\bnone\b(?:\s+of\s+(?:the|these|those|them)\b(?:\s+(?:above|options?|choices?|answers?))?)?"
     r"|\bno\s+(?:correct|valid|right|suitable|matching|applicable)\s+(?:answer|option|choice)s?\b"
@@ -40,6 +53,13 @@ _REJECTION = re.compile(
     r"|reveal)\s+(?:enough\s+|sufficient\s+|any\s+)?(?:information|info|details?|evidence)\b"
     r"|\bunanswerable\b|\bnot\s+answerable\b"
     r"|\bnot\s+(?:listed|among\s+the\s+(?:options|choices)|in\s+the\s+(?:options|choices|list))\b"
+    # Paraphrases: "not among these", "every one of the choices is incorrect", "matches none".
+    r"|\b(?:not|isn't|aren't)\s+(?:among|in|one\s+of|any\s+of)\s+(?:these|those|them"
+    r"|the\s+(?:\w+\s+)?(?:options|choices|answers|list))\b"
+    r"|\b(?:every|each|all)\s+(?:single\s+)?(?:one\s+)?(?:of\s+)?(?:the|these|those)\s+(?:\w+\s+)?"
+    r"(?:options?|choices?|answers?)\s+(?:is|are)\s+(?:\w+\s+)?(?:incorrect|wrong)\b"
+    r"|\b(?:does\s+not|doesn't|do\s+not|don't)\s+match\s+any\s+of\s+(?:the|these|them)\b"
+    rf"|{_CATEGORY_MISMATCH}"
 )
 _PAIR_GAP = re.compile(r"[\s:.=\-–—]*")
 _CLAUSE_BREAK = re.compile(r"[.;:!?\n,]|\b(?:but|however|although|though|whereas|while)\b")

@@ -21,7 +21,7 @@ _ERROR = re.compile(
 )
 _AUDIO_VERB = r"(?:hear|listen\s+to|process|play|access|open|analy[sz]e|perceive|interpret|review)"
 _REFUSAL = re.compile(
-    r"\b(?:can't|cannot|can\s+not|unable\s+to|not\s+able\s+to"
+    r"\b(?:can't|cannot|can\s+not|could\s+not|couldn't|unable\s+to|not\s+able\s+to"
     r"|(?:don't|do\s+not)\s+have\s+(?:the\s+)?(?:ability|capability|capacity|access)\s+to)\s+"
     rf"(?:(?:directly|actually|currently)\s+)?{_AUDIO_VERB}(?:\s+(?:or|and)\s+{_AUDIO_VERB})?"
     r"\s+(?:(?:the|this|that|your|any|an|a|provided|attached|uploaded|given)\s+){0,2}"
@@ -38,6 +38,12 @@ _CHATTER_VOCABULARY = (
     "hi hello hey huh what wow cool nice oops meh oh ah yo bye test testing"
 )
 _CHATTER = frozenset(_CHATTER_VOCABULARY.split())
+
+
+def hedge_phrase(low: str) -> str | None:
+    """The phrase by which a reply says it cannot commit ("hard to say", "not sure"), if any."""
+    found = _NO_COMMITMENT.search(low)
+    return None if found is None else " ".join(found.group().split())
 
 
 def no_answer(text: str, low: str, committed: Mentions) -> Extraction | None:

@@ -27,6 +27,7 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.model import LM
 
 from aqua_tasks.core.generation_failure import failed_reply
+from aqua_tasks.core.generation_limit import limited_reply
 from aqua_tasks.models.api.cache import ReplyCache, cache_file_name, cache_key, default_cache_dir
 from aqua_tasks.models.api.http import (
     RequestFailure,
@@ -338,7 +339,7 @@ class OpenAIAudioChatLM(LM):
                 on_retry=self._count_retry,
                 stop=stop.is_set,
             )
-            text, usage = self._reply_text(reply)
+            text, usage, finish = self._reply_text(reply)
         except RequestFailure as failure:
             # A server that was never reached is down or mistyped, not failing one item.
             if failure.fatal or (failure.reason == "connection" and not self._reached.is_set()):
@@ -347,7 +348,10 @@ class OpenAIAudioChatLM(LM):
             attempts = f" ({failure.attempts} attempts)" if failure.attempts > 1 else ""
             return self._failed(request, failure.message + attempts)
         self._reached.set()
-        text = cut_at_stop(text, body.get("stop", []))
+        cut = cut_at_stop(text, body.get("stop", []))
+        # Cut at max_tokens (and not at a stop string): the extractor must know the reply is
+        # incomplete, so it is marked (see core/generation_limit.py), cached with its marker.
+        text = limited_reply(cut) if finish == "length" and cut == text else cut
         with self._stats_lock:
             self.stats.sent += 1
             self.stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
@@ -356,7 +360,8 @@ class OpenAIAudioChatLM(LM):
             self.cache.put(key, {"model": self.model, "reply": text, "usage": usage})
         return text
 
-    def _reply_text(self, reply: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    def _reply_text(self, reply: Mapping[str, Any]) -> tuple[str, dict[str, Any], str | None]:
+        """The reply's text, its token usage and why generation stopped (`finish_reason`)."""
         choices = reply.get("choices")
         message = choices[0].get("message") if isinstance(choices, list) and choices else None
         if not isinstance(message, Mapping):
@@ -364,7 +369,8 @@ class OpenAIAudioChatLM(LM):
                 redact(f"reply has no choices[0].message: {str(reply)[:200]}", self._secret)
             )
         usage = reply.get("usage") if isinstance(reply.get("usage"), Mapping) else {}
-        return str(message.get("content") or ""), dict(usage)
+        finish = choices[0].get("finish_reason")
+        return str(message.get("content") or ""), dict(usage), finish
 
     def _count_retry(self, failure: RequestFailure) -> None:
         with self._stats_lock:
