@@ -15,7 +15,7 @@ import numpy as np
 import soundfile as sf
 from scipy.signal import resample_poly
 
-from aqua_tasks.core.data import check_track
+from aqua_tasks.core.data import BUILT_TRACKS, AquaDataError, check_track
 
 TARGET_SAMPLING_RATE = 16000
 
@@ -25,10 +25,13 @@ CANONICAL_DIRS: dict[str, str] = {
     "animal": "ESC-50-master/audio_16k",
     "vocal": "vocalsound_16k/audio_16k",
     "music": "music_dataset",
+    "mmau": "test-mini-audios",
 }
-# Source dataset that provides each track (the `--source` of `aqua-audio prepare`).
+# Source dataset that provides each released track (the `--source` of `aqua-audio prepare`).
 TRACK_SOURCES: dict[str, str] = {"animal": "esc50", "vocal": "vocalsound", "music": "music"}
-SETTING_KEYS: dict[str, str] = {track: f"{track}_audio_root" for track in TRACK_SOURCES}
+SETTING_KEYS: dict[str, str] = {
+    track: f"{track}_audio_root" for track in (*TRACK_SOURCES, *BUILT_TRACKS)
+}
 
 
 class AudioFileError(FileNotFoundError, ValueError):
@@ -48,6 +51,7 @@ class AudioRoots:
     animal: str | None = None
     music: str | None = None
     vocal: str | None = None
+    mmau: str | None = None
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | None) -> AudioRoots:
@@ -86,9 +90,29 @@ def fold_name(name: str) -> str:
     return re.sub(r"[\s_\-]+", "", name).casefold()
 
 
+def relative_parts(audio_filename: str) -> tuple[str, ...]:
+    """A built track's `audio_filename` as parts relative to its audio root, `.` dropped.
+
+    The file is written by aqua-build from a source's own paths, so it is not trusted: an
+    absolute path or a `..` part would read outside the audio root and is refused.
+    """
+    path = PurePosixPath(audio_filename.replace("\\", "/"))
+    parts = tuple(part for part in path.parts if part != ".")
+    if path.is_absolute() or re.match(r"^[A-Za-z]:", audio_filename) or ".." in parts:
+        raise AquaDataError(
+            f"audio_filename {audio_filename!r} escapes its audio root: a built track's "
+            "audio path must be relative (e.g. ./test-mini-audios/<id>.wav), with no '..'"
+        )
+    if not parts:
+        raise AquaDataError(f"audio_filename {audio_filename!r} has no file name")
+    return parts
+
+
 def released_parts(track: str, audio_filename: str) -> tuple[str, ...]:
     """The parts of a released `audio_filename` that identify the clip."""
     check_track(track)
+    if track in BUILT_TRACKS:
+        return (relative_parts(audio_filename)[-1],)
     # The release uses POSIX paths; a Windows-edited copy may carry backslashes.
     parts = PurePosixPath(audio_filename.replace("\\", "/")).parts
     if not parts or not parts[-1]:
@@ -130,6 +154,8 @@ def _cached_subdir_index(parent: str, mtime_ns: int, nlink: int) -> Mapping[str,
 def candidate_paths(track: str, audio_filename: str, root: str | os.PathLike | None) -> list[Path]:
     """Paths to try, in order, for a released `audio_filename` under `root`."""
     parts = released_parts(track, audio_filename)
+    if track in BUILT_TRACKS:
+        return _built_candidates(audio_filename, root)
     if root is None:
         return [Path(audio_filename).expanduser()]
     base = Path(root).expanduser()
@@ -152,8 +178,28 @@ def candidate_paths(track: str, audio_filename: str, root: str | os.PathLike | N
     return paths
 
 
+def _built_candidates(audio_filename: str, root: str | os.PathLike | None) -> list[Path]:
+    # Relative to the root only (never the working folder): the path as written, then a
+    # flat folder of clips. Both stay inside the root, also after normalisation.
+    if root is None:
+        return []
+    parts = relative_parts(audio_filename)
+    base = Path(os.path.normpath(Path(root).expanduser().absolute()))
+    paths = [base.joinpath(*parts), base / parts[-1]]
+    for path in paths:
+        inside = os.path.normpath(path)
+        if os.path.commonpath([inside, base]) != str(base):
+            raise AquaDataError(f"audio_filename {audio_filename!r} escapes audio root {root!r}")
+    return list(dict.fromkeys(paths))
+
+
 def fix_hint(track: str) -> str:
     """The settings and the command that make a track's missing clips findable."""
+    if track in BUILT_TRACKS:
+        return (
+            f"Set {SETTING_KEYS[track]} (or audio_root) in --metadata to the folder that holds "
+            f"{CANONICAL_DIRS[track]}/ (downloaded from the MMAU release; see docs/build.md)."
+        )
     layout = CANONICAL_DIRS[track] + ("/<Class>" if track == "music" else "")
     return (
         f"Set audio_root (or {SETTING_KEYS[track]}) in --metadata to the folder that holds "

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from aqua_tasks.core.data import TRACKS, AquaDataError
+from aqua_tasks.core.data import KNOWN_TRACKS, AquaDataError
 from aqua_tasks.core.extract import EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
 from aqua_tasks.core.intervals import metric_intervals
 from aqua_tasks.core.pooling import all_tracks_rows, pool_condition, pool_outcomes
@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--track",
-        choices=TRACKS,
+        choices=KNOWN_TRACKS,
         help="track of an authors' results file whose name and audio paths do not tell it",
     )
     parser.add_argument(

@@ -1,4 +1,4 @@
-"""Load and validate the released AQUA-Bench question files."""
+"""Load and validate AQUA-Bench question files: the released tracks and those aqua-build writes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# The three tracks the authors released; BUILT_TRACKS are built locally by `aqua-build`
+# (MMAU, from MMAU test-mini) and are read, scored and reported like them.
 TRACKS: tuple[str, ...] = ("animal", "music", "vocal")
+BUILT_TRACKS: tuple[str, ...] = ("mmau",)
+KNOWN_TRACKS: tuple[str, ...] = TRACKS + BUILT_TRACKS
 TYPES: tuple[str, ...] = ("Solvable", "AAD", "IASD", "IAQD")
 UNANSWERABLE_TYPES: tuple[str, ...] = ("AAD", "IASD", "IAQD")
 
@@ -17,6 +21,7 @@ TRACK_FILE_STEMS: dict[str, str] = {
     "music": "AQUA-Bench-Music-Instruments-Sounds-Track",
     "vocal": "AQUA-Bench-Vocal-Sounds-Track",
 }
+BUILT_FILE_STEMS: dict[str, str] = {"mmau": "AQUA-Bench-MMAU-Track"}
 VARIANT_SUFFIXES: dict[str, str] = {
     "main": "",
     "option_design1": "-Option-Design1",
@@ -37,6 +42,13 @@ CLASS_KEYS: dict[str, str] = {
     "vocal": "audio_vocal",
 }
 
+# Built tracks have the main design only (aqua-build writes no option-design copies).
+BUILT_HELP: dict[str, str] = {
+    "mmau": (
+        "Build it from MMAU test-mini with `aqua-build --source mmau --input "
+        "mmau-test-mini.json --output DIR` and pass DIR as data_dir (docs/build.md)."
+    ),
+}
 DATA_HELP = (
     "Download the released question files (AQUA-Bench-*-Track*.json) from the AQUA-Bench "
     "authors' public repository and pass their folder as data_dir, e.g. "
@@ -78,10 +90,16 @@ class AquaItem:
 
 
 def check_track(track: str) -> str:
-    """Validate a track name."""
-    if track not in TRACKS:
-        raise AquaDataError(f"unknown track {track!r}; expected one of {', '.join(TRACKS)}")
+    """Validate a track name (released or built)."""
+    if track not in KNOWN_TRACKS:
+        raise AquaDataError(f"unknown track {track!r}; expected one of {', '.join(KNOWN_TRACKS)}")
     return track
+
+
+def file_stem(track: str) -> str:
+    """The question file's name (without `.json`) of a released or built track."""
+    check_track(track)
+    return TRACK_FILE_STEMS.get(track) or BUILT_FILE_STEMS[track]
 
 
 def check_variant(variant: str) -> str:
@@ -97,15 +115,27 @@ def track_file(data_dir: str | Path, track: str, variant: str = "main") -> Path:
     """Path of the released JSON file of a track and variant under `data_dir`."""
     check_track(track)
     check_variant(variant)
+    if track in BUILT_TRACKS and variant != "main":
+        raise AquaDataError(f"the {track} track has the main variant only, not {variant!r}")
     if data_dir is None or str(data_dir) == "":
         raise AquaDataError(f"no data_dir given. {DATA_HELP}")
     root = Path(data_dir).expanduser()
     if not root.is_dir():
         raise AquaDataError(f"data_dir {str(root)!r} is not a directory. {DATA_HELP}")
-    path = root / f"{TRACK_FILE_STEMS[track]}{VARIANT_SUFFIXES[variant]}.json"
+    path = root / f"{file_stem(track)}{VARIANT_SUFFIXES[variant]}.json"
     if not path.is_file():
-        raise AquaDataError(f"{path.name} not found in data_dir {str(root)!r}. {DATA_HELP}")
+        hint = BUILT_HELP.get(track, DATA_HELP)
+        raise AquaDataError(f"{path.name} not found in data_dir {str(root)!r}. {hint}")
     return path
+
+
+def has_track_file(data_dir: object, track: str, variant: str = "main") -> bool:
+    """Whether `data_dir` holds the question file of a track (False for no or a bad folder)."""
+    try:
+        track_file(str(data_dir) if data_dir else "", track, variant)
+    except AquaDataError:
+        return False
+    return True
 
 
 def _normalise(text: str) -> str:
@@ -152,7 +182,8 @@ def parse_item(raw: object, *, track: str, variant: str, where: str) -> AquaItem
         item_id = int(raw["id"])
     except (TypeError, ValueError):
         raise AquaDataError(f"{where}: field 'id' must be an integer, got {raw['id']!r}") from None
-    true_class = str(raw.get(CLASS_KEYS[track]) or "")
+    # A built track has no class key: its IASD items are checked by aqua-build instead.
+    true_class = str(raw.get(CLASS_KEYS.get(track, "")) or "")
     return AquaItem(
         id=item_id,
         track=track,
@@ -228,6 +259,8 @@ TASK_NAME_PREFIXES: dict[tuple[str, str], str] = {
 def task_name(track: str, variant: str = "main", prompt_style: str = "plain") -> str:
     """The lm-eval task that evaluates a track in a variant and prompt style."""
     check_track(track)
+    if track in BUILT_TRACKS and (variant, prompt_style) != ("main", "plain"):
+        raise AquaDataError(f"the {track} track has one task only, aqua_{track}")
     try:
         return TASK_NAME_PREFIXES[(variant, prompt_style)] + track
     except KeyError:
@@ -250,9 +283,9 @@ def detect_variant(options_lists: Sequence[Sequence[str]], name: str = "") -> st
 
 
 def name_track(name: str) -> str | None:
-    """The track a file name names (a released stem or `aqua_<track>`), or None."""
+    """The track a file name names (a track file's stem or `aqua_<track>`), or None."""
     lowered = name.lower()
-    for track, stem in TRACK_FILE_STEMS.items():
+    for track, stem in (TRACK_FILE_STEMS | BUILT_FILE_STEMS).items():
         if stem.lower() in lowered or f"aqua_{track}" in lowered:
             return track
     return None
@@ -269,6 +302,8 @@ def entry_track(entry: object) -> str | None:
         return "music"
     if "vocalsound" in path or "audio_16k" in path:
         return "vocal"
+    if "test-mini-audios/" in path:  # MMAU's own `audio_id`, kept by aqua-build
+        return "mmau"
     return None
 
 

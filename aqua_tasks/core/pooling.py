@@ -36,6 +36,20 @@ def all_tracks_rows(tasks: Iterable[str]) -> dict[str, list[str]]:
     return {name: sorted(members) for name, members in rows.items() if len(members) >= 2}
 
 
+def pooled_tracks(members: Iterable[str]) -> list[str]:
+    """The tracks an all-tracks row pools, from its member tasks ('aqua_mmau' → 'mmau')."""
+    tracks = []
+    for task in members:
+        name = all_tracks_name(task)
+        tracks.append(task[len(name) + 1 :] if name is not None else task)
+    return tracks
+
+
+def pooled_label(name: str, members: Iterable[str]) -> str:
+    """An all-tracks row's alias, naming what it pools: 'aqua (animal+music+vocal pooled …)'."""
+    return f"{name} ({'+'.join(pooled_tracks(members))} pooled over clips)"
+
+
 def pool_outcomes(per_task: Mapping[str, Iterable[Mapping | Sequence | int]]) -> list[ItemOutcome]:
     """Every task's per-item values as one run's outcomes, each clip keyed by (task, clip).
 

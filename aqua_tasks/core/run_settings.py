@@ -6,7 +6,14 @@ import difflib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aqua_tasks.core.data import DATA_HELP, AquaDataError
+from aqua_tasks.core.data import (
+    BUILT_TRACKS,
+    DATA_HELP,
+    AquaDataError,
+    file_stem,
+    has_track_file,
+    task_name,
+)
 from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, get_extractor_name
 from eval_common.cli import parse_bool
@@ -17,11 +24,12 @@ AQUA_METADATA_KEYS: tuple[str, ...] = (
     "animal_audio_root",
     "music_audio_root",
     "vocal_audio_root",
+    "mmau_audio_root",
     "extractor",
     "exclude_defective",
     "audio",
 )
-AUDIO_ROOT_KEYS = AQUA_METADATA_KEYS[1:5]
+AUDIO_ROOT_KEYS = AQUA_METADATA_KEYS[1:6]
 
 
 def selects_aqua_tasks(tasks: Sequence[str] | str | None) -> bool:
@@ -58,7 +66,29 @@ def check_aqua_metadata(metadata: Mapping | None) -> None:
             raise AquaDataError(f"--metadata {error}") from None
     if audio_enabled(metadata) and not any(metadata.get(k) for k in AUDIO_ROOT_KEYS):
         raise AquaDataError(
-            "no audio_root given: set audio_root (or animal_/music_/vocal_audio_root) in "
+            "no audio_root given: set audio_root (or animal_/music_/vocal_/mmau_audio_root) in "
             "--metadata to the folder holding the clips (`aqua-audio check` tells what is "
             'missing), or pass "audio": false for an explicit text-only run'
         )
+
+
+def unbuilt_matches(
+    patterns: Sequence[str], matches: Sequence[str], metadata: Mapping | None
+) -> dict[str, str]:
+    """Built-track tasks a glob matched whose file data_dir lacks → why each is left out.
+
+    `--tasks 'aqua_*'` must keep running for a user with the released tracks only; a task
+    named outright (`--tasks aqua_mmau`) is never left out, so its missing file is an error.
+    """
+    named = {p.strip() for p in patterns}
+    data_dir = (metadata or {}).get("data_dir") if isinstance(metadata, Mapping) else None
+    left_out = {}
+    for track in BUILT_TRACKS:
+        task = task_name(track)
+        if task in matches and task not in named and not has_track_file(data_dir, track):
+            left_out[task] = (
+                f"{task} left out of {', '.join(sorted(named))}: data_dir {str(data_dir)!r} has "
+                f"no {file_stem(track)}.json (build it with `aqua-build --source {track}`, "
+                "docs/build.md)"
+            )
+    return left_out

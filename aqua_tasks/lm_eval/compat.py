@@ -6,6 +6,9 @@ its CLI computes; AQUA gets them here, from internals of lm-eval 0.4.13:
 - `index_task_folder`: wraps `TaskManager.__init__(self, verbosity, include_path,
   include_defaults, metadata)` (those parameters, in that order) so that every TaskManager
   also indexes the AQUA task folder;
+- `filter_task_matches`: wraps `TaskManager.match_tasks(self, task_list)`, which lm-eval's
+  CLI calls once per `--tasks` entry to expand it, and reads the TaskManager's `metadata`
+  attribute (the run's `--metadata`);
 - `patch_run_command`: wraps the static `Run._execute(args)` of `lm_eval._cli.run`, which
   runs the `lm_eval run` command;
 - `returning_simple_evaluate`: lm-eval's CLI calls `lm_eval.simple_evaluate`, resolved at run
@@ -33,9 +36,12 @@ from eval_common.harness_versions import unsupported_version
 
 # Attributes of our wrappers, so that patching twice is a no-op.
 _INDEXES_AQUA = "_indexes_aqua_tasks"
+_FILTERS_MATCHES = "_filters_aqua_matches"
 _EXTENDED = "_aqua_extended"
 
 IncludePath = Callable[[Any, bool], Any]
+# choose(patterns, matches, metadata): the matches to keep.
+ChooseMatches = Callable[[list[str], list[str], Any], list[str]]
 # around(execute, args): runs lm-eval's `run` command (execute(args)) with what it adds.
 Around = Callable[[Callable[[Any], None], Any], None]
 
@@ -65,6 +71,21 @@ def index_task_folder(task_manager_cls: type, folders: IncludePath) -> None:
 
     setattr(__init__, _INDEXES_AQUA, True)
     task_manager_cls.__init__ = __init__
+
+
+def filter_task_matches(task_manager_cls: type, choose: ChooseMatches) -> None:
+    """`TaskManager.match_tasks` keeps only what `choose` keeps of its matches; idempotent."""
+    match = task_manager_cls.match_tasks
+    if getattr(match, _FILTERS_MATCHES, False):
+        return
+
+    @functools.wraps(match)
+    def match_tasks(self: Any, task_list: list[str]) -> list[str]:
+        matches = match(self, task_list)
+        return choose(list(task_list), matches, getattr(self, "metadata", None))
+
+    setattr(match_tasks, _FILTERS_MATCHES, True)
+    task_manager_cls.match_tasks = match_tasks
 
 
 def patch_run_command(run_cls: type, around: Around) -> None:

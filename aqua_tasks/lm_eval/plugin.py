@@ -23,11 +23,13 @@ def unsupported_version() -> str | None:
 
 
 def on_task_manager(module: ModuleType) -> None:
-    """lm_eval.tasks.manager imported: every TaskManager also indexes the AQUA task folder."""
+    """lm_eval.tasks.manager imported: every TaskManager also indexes the AQUA task folder,
+    and its glob matches leave out a built track whose file data_dir lacks."""
     from aqua_tasks.lm_eval.compat import index_task_folder
-    from aqua_tasks.lm_eval.registration import with_task_folder
+    from aqua_tasks.lm_eval.registration import install_task_matching, with_task_folder
 
     index_task_folder(module.TaskManager, with_task_folder)
+    install_task_matching(module.TaskManager)
 
 
 def own_import_underway() -> bool:

@@ -47,6 +47,23 @@ def with_task_folder(include_path: Any, include_defaults: bool = True) -> Any:
     return [str(ours), *given]
 
 
+def choose_task_matches(patterns: list[str], matches: list[str], metadata: Any) -> list[str]:
+    """A `--tasks` entry's matches without the built tracks not built (one line each)."""
+    from aqua_tasks.core.run_settings import unbuilt_matches
+
+    left_out = unbuilt_matches(patterns, matches, metadata)
+    for message in left_out.values():
+        logging.getLogger(__name__).warning(message)
+    return [m for m in matches if m not in left_out]
+
+
+def install_task_matching(task_manager_cls: type) -> None:
+    """lm-eval's TaskManager leaves unbuilt built tracks out of glob matches; idempotent."""
+    from aqua_tasks.lm_eval.compat import filter_task_matches
+
+    filter_task_matches(task_manager_cls, choose_task_matches)
+
+
 def _same_folder(path: Any, folder: Path) -> bool:
     try:
         return Path(path).resolve() == folder.resolve()
@@ -60,6 +77,7 @@ def register_all() -> None:
     Raises RuntimeError on an lm-eval version outside the supported range (see `compat`).
     """
     from lm_eval.api.registry import model_registry, register_model
+    from lm_eval.tasks import TaskManager
 
     from aqua_tasks.lm_eval.compat import lm_eval_problem
     from aqua_tasks.lm_eval.task import fix_results
@@ -74,6 +92,7 @@ def register_all() -> None:
     # lm-eval fills its model registry lazily only while it is empty: import its own models
     # first, or registering ours would hide `hf`, `vllm`, `dummy`, ...
     fill_registries()
+    install_task_matching(TaskManager)
 
     for name, cls in {**MODELS, "orca-replay": OrcaReplayLM}.items():
         if model_registry.get(name, None) is not cls:

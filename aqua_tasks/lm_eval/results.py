@@ -19,12 +19,11 @@ import math
 from collections.abc import Mapping, Sequence
 
 from aqua_tasks.core.intervals import metric_stderrs
-from aqua_tasks.core.pooling import all_tracks_rows, pool_outcomes
+from aqua_tasks.core.pooling import all_tracks_rows, pool_outcomes, pooled_label
 from aqua_tasks.core.scoring import ALL_METRICS, COUNT_METRICS, LOWER_IS_BETTER, summarize
 
 # Bootstrap replicates for a CA's standard error (lm-eval's bootstrap_iters caps it; 0: none).
 STDERR_BOOT = 1000
-POOLED_ALIAS = "{name} (all tracks, pooled over clips)"
 NO_STDERR = "N/A"
 
 
@@ -86,7 +85,8 @@ def fix_aqua_results(
         directions[task] = directions.get(task, {}) | metric_directions()
     for name, members in _pooled_rows(results, outcomes).items():
         # lm-eval's own group values (size-weighted means) are dropped, not kept beside.
-        row = {"alias": POOLED_ALIAS.format(name=name), "name": name}
+        # The alias names the tracks pooled: `aqua` is three or four tracks (see docs/build.md).
+        row = {"alias": pooled_label(name, members), "name": name}
         row["sample_len"] = sum(int(table[m].get("sample_len", 0)) for m in members)
         filters = set.intersection(*(set(outcomes[m]) for m in members))
         for filter_key in sorted(filters):
@@ -94,7 +94,7 @@ def fix_aqua_results(
             _write_figures(row, filter_key, pooled, n_boot, seed)
         table[name] = row
         groups[name] = dict(row)
-        subtasks.setdefault(name, members)
+        subtasks[name] = members
         member_versions = {str(versions.get(m)) for m in members}
         if len(member_versions) == 1 and members[0] in versions:
             versions.setdefault(name, versions[members[0]])

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aqua_tasks.core.data import TRACKS, task_name
+from aqua_tasks.core.data import KNOWN_TRACKS, task_name
 from aqua_tasks.core.docs import doc_to_item, is_aqua_doc
 from aqua_tasks.runs.discovery import (
     SAMPLES_NAME,
@@ -33,7 +33,7 @@ def _sample_reply(sample: Mapping, where: str) -> str:
 
 def task_track(task: str) -> str | None:
     """The track a task name ends in ('aqua_animal', 'aqua-cot_music'), or None."""
-    named = [part for part in re.split(r"[_\-]", task) if part in TRACKS]
+    named = [part for part in re.split(r"[_\-]", task) if part in KNOWN_TRACKS]
     return named[-1] if named else None
 
 

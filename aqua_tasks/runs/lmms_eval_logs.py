@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from aqua_tasks.core.data import (
+    KNOWN_TRACKS,
     TASK_NAME_PREFIXES,
-    TRACKS,
     AquaDataError,
     AquaItem,
     load_items,
@@ -48,7 +48,7 @@ def task_setting(task: str) -> tuple[str, str, str] | None:
     """(track, variant, prompt style) of an AQUA task name, or None for another task."""
     for (variant, prompt_style), prefix in TASK_NAME_PREFIXES.items():
         track = task.removeprefix(prefix)
-        if task.startswith(prefix) and track in TRACKS:
+        if task.startswith(prefix) and track in KNOWN_TRACKS:
             return track, variant, prompt_style
     return None
 

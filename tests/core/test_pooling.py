@@ -244,7 +244,7 @@ def test_evaluate_hooks_compose_and_the_printed_table_keeps_integers(issue_examp
     assert all("↑" not in line and "±" not in line for line in lines if "|n_" in line)
     acc = next(line for line in lines if "|acc " in line)
     assert "↑" in acc and "±" in acc
-    assert "aqua (all tracks, pooled over clips)" in text
+    assert "aqua (animal+music+vocal pooled over clips)" in text
 
 
 def test_another_runs_solvable_answers_condition_each_track_on_its_own_clips():

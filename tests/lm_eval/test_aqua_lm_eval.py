@@ -207,8 +207,9 @@ def test_aqua_score_on_authors_results_format_equals_the_lm_eval_run(replay_run,
 def test_printed_tables_show_the_pooled_row_stderrs_and_integer_counts(replay_run):
     printed = replay_run.with_name(f"{replay_run.name}.stdout").read_text()
     lines = printed.splitlines()
-    assert "aqua (all tracks, pooled over clips)" in printed and "|Groups" in printed.replace(
-        " ", ""
+    assert (
+        "aqua (animal+music+vocal pooled over clips)" in printed
+        and "|Groups" in printed.replace(" ", "")
     )
     n_items = [line for line in lines if "|n_items " in line]
     assert n_items and all(re.search(r"\|\s+(1440|4320)\|", line) for line in n_items)
