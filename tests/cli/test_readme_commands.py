@@ -43,9 +43,25 @@ SETUP_COMMANDS = [
     "-c constraints/main.txt && aqua-demo",
     ".venv/bin/python -m pytest -q",
 ]
+# A multiple-choice audio benchmark of a user's own, as JSONL with a `gold` answer field.
+OTHER_BENCHMARK = [
+    {
+        "id": f"q{i}",
+        "audio_id": f"clips/{i}.wav",
+        "question": "Which instrument is playing?",
+        "choices": ["Violin", "Flute", "Drum", "Trumpet"],
+        "gold": ["Violin", "Flute", "Drum", "Trumpet"][i % 4],
+    }
+    for i in range(4)
+]
 SKIPPED = {
     SETUP_COMMANDS[0]: "installs from the package registry; .ci/run runs exactly this in CI",
     SETUP_COMMANDS[1]: "the test suite itself",
+    "aqua-build --source mmau --input mmau-test-mini.json --output aqua-mmau/ --iaqd openai "
+    "--base-url http://localhost:8000/v1/chat/completions --model Qwen/Qwen2.5-7B-Instruct": (
+        "needs a chat model behind an OpenAI-compatible server (tests/build/ drive the openai "
+        "generator against the local stand-in server)"
+    ),
     "aqua-audio prepare --source esc50 --from ashraq/esc50 --audio-root AUDIO --data-dir DATA": (
         "downloads ESC-50 from the Hugging Face Hub"
     ),
@@ -218,6 +234,9 @@ def ran(readme, released_dir, released_audio_root, tmp_path_factory) -> dict[str
         MY_TASK.format(data=data, checkpoint=checkpoint)
     )
     write_jsonl(work / "items.jsonl", synthetic_items(6, 3, "it"))  # the user's own items
+    # aqua-build's inputs: MMAU test-mini as downloaded, and another benchmark's JSONL.
+    shutil.copy(released_dir.parent / "mmau" / "mmau-test-mini.json", work)
+    write_jsonl(work / "other.jsonl", OTHER_BENCHMARK)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatServer)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_port}/v1/chat/completions"
