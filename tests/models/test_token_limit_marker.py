@@ -7,9 +7,9 @@ from lm_eval.api.instance import Instance
 
 from aqua_tasks.core.extract import extract
 from aqua_tasks.core.generation_limit import TOKEN_LIMIT_SUFFIX, split_token_limit
-from aqua_tasks.lm_eval.task import build_docs, doc_to_audio, doc_to_text
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.models.hf_audio_lm import AudioLM
+from aqua_tasks.task.definition import build_docs, doc_to_audio, doc_to_text
 from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
 from aqua_tasks.testing.tiny_audio_lm import build_tiny_audio_lm
 
