@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -40,6 +41,29 @@ def bool_arg(text: str) -> bool:
         raise argparse.ArgumentTypeError(
             f"expected true/false, yes/no, on/off or 1/0, got {text!r}"
         ) from None
+
+
+def number_problem(
+    flag: str,
+    value: float,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    open_interval: bool = False,
+) -> str | None:
+    """Why a numeric flag's value is refused (not finite, or out of range), or None if it is fine.
+
+    argparse's `type=float` takes "nan" and "inf", and NaN passes every `<` check unnoticed:
+    a gate given `--max-drop nan` would pass any regression.
+    """
+    low = "" if minimum is None else f"{minimum} {'<' if open_interval else '<='} "
+    high = "" if maximum is None else f" {'<' if open_interval else '<='} {maximum}"
+    wanted = f"expected a finite number with {low}{flag}{high}, got {value!r}"
+    if not math.isfinite(value):
+        return f"{flag}: {wanted}"
+    below = minimum is not None and (value <= minimum if open_interval else value < minimum)
+    above = maximum is not None and (value >= maximum if open_interval else value > maximum)
+    return f"{flag}: {wanted}" if below or above else None
 
 
 def add_json_flag(

@@ -21,7 +21,13 @@ from aqua_tasks.gate.summary import (
     markdown_summary,
 )
 from aqua_tasks.runs import rescoring_notices
-from eval_common.cli import add_json_flag, add_progress_flag, add_seed_flag, fail
+from eval_common.cli import (
+    add_json_flag,
+    add_progress_flag,
+    add_seed_flag,
+    fail,
+    number_problem,
+)
 from eval_common.jsonio import json_safe
 
 PROG = "aqua-regress"
@@ -117,8 +123,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 no regression, 1 regression, 2 not comparable or bad input."""
     args = build_parser().parse_args(argv)
-    if args.max_drop < 0 or not 0 < args.alpha < 1 or args.n_boot < 1:
-        return fail(PROG, "need --max-drop >= 0, 0 < --alpha < 1 and --n-boot >= 1")
+    problems = (
+        number_problem("--max-drop", args.max_drop, minimum=0),
+        number_problem("--alpha", args.alpha, minimum=0, maximum=1, open_interval=True),
+        number_problem("--n-boot", args.n_boot, minimum=1),
+        number_problem("--min-ca-clips", args.min_ca_clips, minimum=0),
+        number_problem("--min-judge-items", args.min_judge_items, minimum=0),
+    )
+    for problem in problems:
+        if problem is not None:
+            return fail(PROG, problem)
     try:
         base = load_compared_run(args.baseline, args.baseline_data_dir or args.data_dir)
         cand = load_compared_run(args.candidate, args.candidate_data_dir or args.data_dir)

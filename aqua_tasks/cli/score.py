@@ -24,7 +24,14 @@ from aqua_tasks.runs import (
     rescoring_notices,
 )
 from aqua_tasks.runs import score_items as score_replies
-from eval_common.cli import add_json_flag, add_progress_flag, add_seed_flag, fail, progress
+from eval_common.cli import (
+    add_json_flag,
+    add_progress_flag,
+    add_seed_flag,
+    fail,
+    number_problem,
+    progress,
+)
 from eval_common.jsonio import json_safe, write_jsonl
 
 PROG = "aqua-score"
@@ -95,6 +102,8 @@ def _rebuilt(harness: str, data_dir: Path | None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: exit 0 on success, 2 on unreadable or malformed input."""
     args = build_parser().parse_args(argv)
+    if problem := number_problem("--n-boot", args.n_boot, minimum=1):
+        return fail(PROG, problem)
     try:
         run = read_run(args.results, track=args.track, data_dir=args.data_dir)
         replies = require_aqua_items(run)

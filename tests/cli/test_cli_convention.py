@@ -127,6 +127,18 @@ def test_cli_modules_report_errors_only_through_the_shared_fail_helper():
         ("aqua-demo", ["--clips-per-class", "0"], "--clips-per-class must be at least 1"),
         ("aqua-report", ["{tmp}/absent", "--no-chart"], "absent: no such file or directory"),
         ("aqua-regress", ["--baseline", "{tmp}/a", "--candidate", "{tmp}/b"], "no such file"),
+        # NaN passes every `<` check: refused before any run is read, naming the flag.
+        (
+            "aqua-regress",
+            ["--baseline", "{tmp}/a", "--candidate", "{tmp}/b", "--max-drop", "nan"],
+            "--max-drop: expected a finite number with 0 <= --max-drop, got nan",
+        ),
+        (
+            "aqua-regress",
+            ["--baseline", "{tmp}/a", "--candidate", "{tmp}/b", "--alpha", "1"],
+            "--alpha: expected a finite number with 0 < --alpha < 1, got 1.0",
+        ),
+        ("aqua-score", ["{tmp}/absent", "--n-boot", "0"], "--n-boot: expected a finite number"),
         ("aqua-build", ["--input", "{tmp}/absent.json", "--output", "{tmp}/o"], "no such file"),
         ("orca-train", ["--output", "{tmp}/o", "--train", "{tmp}/t.jsonl"], "no --dev file"),
         ("orca-score", ["--checkpoint", "{tmp}/c", "--input", "{tmp}/i.jsonl"], "no such file"),

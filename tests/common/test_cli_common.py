@@ -10,6 +10,7 @@ from eval_common.cli import (
     add_seed_flag,
     bool_arg,
     fail,
+    number_problem,
     parse_bool,
     progress,
 )
@@ -84,3 +85,24 @@ def test_manual_progress_bar_counts_from_its_initial_value(capsys):
     assert bar.n == 7 and bar.total == 10
     bar.close()
     assert "train" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("value", "kwargs", "refused"),
+    [
+        (float("nan"), {"minimum": 0}, True),
+        (float("inf"), {"minimum": 0}, True),
+        (-0.5, {"minimum": 0}, True),
+        (0.0, {"minimum": 0}, False),
+        (0.0, {"minimum": 0, "maximum": 1, "open_interval": True}, True),
+        (1.0, {"minimum": 0, "maximum": 1, "open_interval": True}, True),
+        (0.05, {"minimum": 0, "maximum": 1, "open_interval": True}, False),
+        (5000, {"minimum": 1}, False),
+    ],
+)
+def test_number_problem_refuses_non_finite_and_out_of_range_values(value, kwargs, refused):
+    problem = number_problem("--x", value, **kwargs)
+    assert (problem is not None) is refused
+    if refused:
+        assert problem.startswith("--x: expected a finite number with ")
+        assert problem.endswith(f"got {value!r}")
