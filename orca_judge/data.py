@@ -7,6 +7,7 @@ import json
 import math
 import random
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,7 +131,7 @@ def load_items(
                     items.append(
                         validate_record(record, f"{path}:{lineno}", require_ratings, len(items))
                     )
-            return items
+            return refuse_duplicate_ids(items, path)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as err:
@@ -139,10 +140,26 @@ def load_items(
             data = data.get("items", data.get("data"))
         if not isinstance(data, list):
             raise DataError(f"{path}: expected a list of items (or {{'items': [...]}})")
-        return [
+        items = [
             validate_record(r, f"{path}: item {i}", require_ratings, i) for i, r in enumerate(data)
         ]
+        return refuse_duplicate_ids(items, path)
     return [validate_record(r, f"item {i}", require_ratings, i) for i, r in enumerate(source)]
+
+
+def refuse_duplicate_ids(items: list[OrcaItem], path: Path) -> list[OrcaItem]:
+    """The items of a file, refused when an id occurs twice.
+
+    Predictions are joined to items by id (`aqua-report --orca-predictions`, calibration):
+    with a repeated id the join would pair predictions with the wrong items, silently.
+    """
+    counts = Counter(it.id for it in items)
+    repeated = sorted(item_id for item_id, n in counts.items() if n > 1)
+    if repeated:
+        shown = ", ".join(repr(i) for i in repeated[:5])
+        more = f" and {len(repeated) - 5} more" if len(repeated) > 5 else ""
+        raise DataError(f"{path}: item ids occur more than once: {shown}{more}; ids must be unique")
+    return items
 
 
 def filter_by_length(

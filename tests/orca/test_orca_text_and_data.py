@@ -172,3 +172,47 @@ def test_question_disjoint_split_holds_out_only_unseen_questions():
     qa, qb = {it.question for it in a}, {it.question for it in b}
     assert not qa & qb and len(a) + len(b) == 50
     assert {"q0", "q1"} <= qa and len(qb) == 4
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_a_file_with_a_repeated_item_id_is_refused_naming_the_ids(tmp_path, suffix):
+    records = synthetic_items(4, seed=2, prefix="dup")
+    records[3]["id"] = records[1]["id"]
+    path = tmp_path / f"items{suffix}"
+    if suffix == ".jsonl":
+        write_jsonl(path, records)
+    else:
+        path.write_text(json.dumps(records))
+    with pytest.raises(DataError, match=rf"items\{suffix}: item ids occur more than once: 'dup"):
+        load_items(path)
+    # Unique ids, the same file otherwise: accepted.
+    records[3]["id"] = "dup-unique"
+    path.write_text(json.dumps(records)) if suffix == ".json" else write_jsonl(path, records)
+    assert [it.id for it in load_items(path)][3] == "dup-unique"
+
+
+def test_orca_score_refuses_an_input_with_a_repeated_id_in_one_line(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    records = synthetic_items(3, seed=2, prefix="dup")
+    records[2]["id"] = records[0]["id"]
+    write_jsonl(tmp_path / "in.jsonl", records)
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "orca-score"),
+            "--checkpoint",
+            str(tmp_path / "none"),
+            "--input",
+            str(tmp_path / "in.jsonl"),
+            "--output",
+            str(tmp_path / "out.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("orca-score: error: ") and "occur more than once" in line
