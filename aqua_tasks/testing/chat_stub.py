@@ -64,7 +64,8 @@ class StubConfig:
     reply: Callable[[ReceivedRequest], str] = lambda request: "The answer is (a)."
     # Why generation stopped, per request: "length" stands for a reply cut at max_tokens.
     finish_reason: Callable[[ReceivedRequest], str] = lambda request: "stop"
-    # Item marker (a substring of its text) -> actions for its first attempts, then success.
+    # Item marker (a substring of its text) -> actions for its first attempts, then success:
+    # "429", "500", "timeout", or "no-content" (HTTP 200 with `content: null`).
     faults: Mapping[str, Sequence[str]] = field(default_factory=dict)
     # Item marker -> status returned on every attempt (the message echoes the Authorization
     # header, as careless servers do, so clients can be checked for scrubbing it).
@@ -241,6 +242,10 @@ class _Handler(BaseHTTPRequestHandler):
         return None
 
     def _fail(self, request: ReceivedRequest, action: str) -> None:
+        if action == "no-content":  # a 200 whose message has `content: null`
+            request.status = 200
+            message = {"role": "assistant", "content": None}
+            return self._send(200, {"choices": [{"index": 0, "message": message}]})
         if action == "timeout":
             request.status = 0
             time.sleep(self.state.config.stall_seconds)

@@ -332,14 +332,17 @@ class OpenAIAudioChatLM(LM):
             return ""
         body = self._body(context, wavs, gen_kwargs, audio_part)
         try:
-            reply, _ = post_with_retries(
-                lambda: post_json(self.base_url, body, self._headers, self.timeout),
+            # Read inside the retried call: a 200 without text is a failed attempt (retried,
+            # never cached), not an empty answer.
+            (text, usage, finish), _ = post_with_retries(
+                lambda: self._reply_text(
+                    post_json(self.base_url, body, self._headers, self.timeout)
+                ),
                 self.policy,
                 rng=self._rng,
                 on_retry=self._count_retry,
                 stop=stop.is_set,
             )
-            text, usage, finish = self._reply_text(reply)
         except RequestFailure as failure:
             # A server that was never reached is down or mistyped, not failing one item.
             if failure.fatal or (failure.reason == "connection" and not self._reached.is_set()):
@@ -368,9 +371,20 @@ class OpenAIAudioChatLM(LM):
             raise RequestFailure(
                 redact(f"reply has no choices[0].message: {str(reply)[:200]}", self._secret)
             )
+        content = message.get("content")
+        if not isinstance(content, str):
+            # vLLM and hosted APIs answer 200 with `content: null` when generation broke off
+            # server-side; another attempt usually gives the reply.
+            raise RequestFailure(
+                redact(
+                    f"reply has no text (choices[0].message.content is {content!r})", self._secret
+                ),
+                retryable=True,
+                reason="no content",
+            )
         usage = reply.get("usage") if isinstance(reply.get("usage"), Mapping) else {}
         finish = choices[0].get("finish_reason")
-        return str(message.get("content") or ""), dict(usage), finish
+        return content, dict(usage), finish
 
     def _count_retry(self, failure: RequestFailure) -> None:
         with self._stats_lock:

@@ -17,7 +17,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 # Statuses worth another try: rate limit, request timeout, conflict and every server error.
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
@@ -26,6 +26,10 @@ RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
 FATAL_STATUSES = frozenset({401, 403, 404})
 MAX_MESSAGE_CHARS = 500
 REDACTED = "[redacted]"
+
+
+# What one attempt returns (the reply, or what the caller read from it).
+T = TypeVar("T")
 
 
 class RequestFailure(Exception):
@@ -197,15 +201,15 @@ def _bearer_secret(headers: Mapping[str, str]) -> str | None:
 
 
 def post_with_retries(
-    send: Callable[[], dict[str, Any]],
+    send: Callable[[], T],
     policy: RetryPolicy,
     *,
     rng: random.Random | None = None,
     sleep: Callable[[float], None] = time.sleep,
     on_retry: Callable[[RequestFailure], None] | None = None,
     stop: Callable[[], bool] = lambda: False,
-) -> tuple[dict[str, Any], int]:
-    """`send()` until it succeeds: (reply, retries used); the last RequestFailure otherwise.
+) -> tuple[T, int]:
+    """`send()` until it succeeds: (its result, retries used); the last RequestFailure otherwise.
 
     Only retryable failures are tried again, at most `policy.max_retries` times; `stop()`
     ends the waiting early (another request found the run misconfigured).
