@@ -118,10 +118,22 @@ def released_parts(track: str, audio_filename: str) -> tuple[str, ...]:
     if not parts or not parts[-1]:
         raise ValueError(f"audio_filename {audio_filename!r} has no file name")
     if track != "music":
-        return (parts[-1],)
+        return _inside_root(audio_filename, (parts[-1],))
     if len(parts) < 2 or parts[-2] == "/":
         raise ValueError(f"music audio_filename {audio_filename!r} must end in <Class>/<file>")
-    return parts[-2], parts[-1]
+    return _inside_root(audio_filename, (parts[-2], parts[-1]))
+
+
+def _inside_root(audio_filename: str, parts: tuple[str, ...]) -> tuple[str, ...]:
+    # The identifying parts are joined under the audio root: a `..` there (a class folder
+    # of `..`) would reach outside it, and the clip would be read, or sent to an API, from
+    # wherever it points.
+    if any(part in ("..", ".") for part in parts):
+        raise AquaDataError(
+            f"audio_filename {audio_filename!r} escapes its audio root: its "
+            f"{'class folder and ' if len(parts) > 1 else ''}file name may not be '..' or '.'"
+        )
+    return parts
 
 
 def canonical_relpath(track: str, audio_filename: str) -> PurePosixPath:

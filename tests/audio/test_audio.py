@@ -24,10 +24,11 @@ from aqua_tasks.audio.clips import (
     candidate_paths,
     load_audio,
     probe_audio,
+    released_parts,
     resolve_audio,
 )
 from aqua_tasks.cli.audio import main
-from aqua_tasks.core.data import TRACK_FILE_STEMS, load_items
+from aqua_tasks.core.data import TRACK_FILE_STEMS, AquaDataError, load_items
 
 SHARED = Path(os.environ.get("AQUA_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared"))
 SHARED = SHARED / "data"
@@ -516,3 +517,29 @@ def test_prepare_rejects_an_unknown_source(capsys):
         main(["prepare", "--source", "audioset", "--from", "x", "--audio-root", "y"])
     assert caught.value.code == 2
     assert "invalid choice: 'audioset'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("track", "audio_filename"),
+    [
+        ("music", "music_dataset/Flute/../../../outside.wav"),
+        ("music", "music_dataset/../.."),
+        ("animal", "ESC-50-master/audio_16k/.."),
+        ("vocal", ".."),
+    ],
+)
+def test_a_released_path_whose_clip_parts_leave_the_audio_root_is_refused(
+    tmp_path, track, audio_filename
+):
+    roots = AudioRoots.from_settings({"audio_root": str(tmp_path / "root")})
+    (tmp_path / "outside.wav").write_bytes(b"")  # what a `..` would reach
+    with pytest.raises(AquaDataError, match="escapes its audio root"):
+        resolve_audio(track, audio_filename, roots)
+
+
+def test_dots_elsewhere_in_a_released_path_stay_inside_the_root(tmp_path):
+    # Only the clip's own parts are joined under the root; the rest of the path is not used.
+    (name,) = released_parts("animal", "../../ESC-50-master/audio_16k/1-100-A-0.wav")
+    assert name == "1-100-A-0.wav"
+    for path in candidate_paths("music", "x/../../Flute/1.wav", tmp_path):
+        assert path.resolve().is_relative_to(tmp_path.resolve())
