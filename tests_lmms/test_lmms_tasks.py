@@ -165,3 +165,11 @@ def test_missing_data_folder_is_a_one_line_error_naming_the_setting():
         "extractor": "x",
         "data_dir": "b",
     }
+
+
+def test_a_misspelt_aqua_metadata_key_is_refused_not_ignored():
+    # lm-eval's --metadata refuses the same near-miss; here every key is AQUA's own.
+    with pytest.raises(ValueError, match=f"{METADATA_ENV}: unknown key 'extractr'; did you mean"):
+        run_settings({}, environ={METADATA_ENV: '{"data_dir": "d", "extractr": "official"}'})
+    with pytest.raises(ValueError, match=f"{METADATA_ENV}: unknown key 'colour'; known: data_dir"):
+        run_settings({}, environ={METADATA_ENV: '{"data_dir": "d", "colour": 1}'})

@@ -9,6 +9,7 @@ YAML's `metadata:` block.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -18,6 +19,7 @@ from lmms_eval.api.task import ConfigurableTask
 from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.core.data import DATA_HELP, AquaDataError
 from aqua_tasks.core.prompts import render_question
+from aqua_tasks.core.run_settings import AQUA_METADATA_KEYS
 from aqua_tasks.core.scoring import ALL_METRICS, unpack_outcome
 from aqua_tasks.task import definition
 from aqua_tasks.task.config import prepare_task_config, with_manifest
@@ -45,6 +47,14 @@ def run_settings(yaml_metadata: Mapping | None, environ: Mapping[str, str] | Non
             raise AquaDataError(
                 f"{METADATA_ENV} must be a JSON object, got {text!r}. {METADATA_HELP}"
             )
+    # The variable is ours alone (lm-eval's --metadata is shared with other tasks, so only
+    # near-misses are refused there): any key that is not an AQUA setting is a typo that
+    # would silently leave the default in force.
+    unknown = sorted(set(given) - set(AQUA_METADATA_KEYS))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], AQUA_METADATA_KEYS, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(AQUA_METADATA_KEYS)}"
+        raise AquaDataError(f"{METADATA_ENV}: unknown key {unknown[0]!r}; {hint}")
     settings = dict(yaml_metadata or {}) | given
     if not settings.get("data_dir"):
         raise AquaDataError(f"no AQUA data folder given. {METADATA_HELP}")
