@@ -2,37 +2,18 @@
 
 from __future__ import annotations
 
-import pytest
 from lm_eval.api.instance import Instance
 
 from aqua_tasks.core.extract import extract
 from aqua_tasks.core.generation_limit import TOKEN_LIMIT_SUFFIX, split_token_limit
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.models.hf_audio_lm import AudioLM
-from aqua_tasks.task.definition import build_docs, doc_to_audio, doc_to_text
+from aqua_tasks.task.definition import doc_to_text
 from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
 from aqua_tasks.testing.tiny_audio_lm import build_tiny_audio_lm
 
 GEN_KWARGS = {"until": [], "max_gen_toks": 64, "do_sample": False, "temperature": 0.0}
 LEANING = "Let me analyze the audio. The bark is sharp, like a dog's, and the pitch"
-
-
-@pytest.fixture(scope="module")
-def requests(released_dir, released_audio_root) -> list[Instance]:
-    """Requests for the first two animal items, as lm-eval builds them."""
-    docs = build_docs(
-        "animal", data_dir=str(released_dir), settings={"audio_root": str(released_audio_root)}
-    )[:2]
-    return [
-        Instance(
-            request_type="generate_until",
-            doc=doc,
-            arguments=(doc_to_text(doc), dict(GEN_KWARGS), {"audio": doc_to_audio(doc)}),
-            idx=0,
-            metadata=("aqua_animal", n, 1),
-        )
-        for n, doc in enumerate(docs)
-    ]
 
 
 def test_api_reply_with_finish_reason_length_is_marked_and_scored_truncated(tmp_path, requests):
