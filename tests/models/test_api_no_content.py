@@ -8,8 +8,6 @@ from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.task.definition import doc_to_text
 from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
 
-GEN_KWARGS = {"until": [], "max_gen_toks": 64, "do_sample": False, "temperature": 0.0}
-
 
 def model(server, tmp_path) -> OpenAIAudioChatLM:
     return OpenAIAudioChatLM(
