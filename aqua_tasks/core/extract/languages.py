@@ -2,11 +2,20 @@
 
 `lexicon.json` (shipped in the package) holds, for Chinese, Japanese, Korean, Spanish, German
 and French, the answer frames, rejection and refusal phrases, hedges, negations, the closed
-vocabularies of the tracks (animals, instruments, vocal sounds) and the IASD category words,
-each with its English gloss. A reply in one of those languages has every phrase it holds
+vocabularies of the tracks (animals, instruments, vocal sounds), the IASD category words and
+the IASD option words (colours, cities, professions, sizes, …), each with its English gloss.
+A reply in one of those languages has every phrase it holds
 replaced by its gloss ("正确答案：C" → "answer: C", "ninguna opción es correcta" → "none of the
 above"), longest phrase first, so one rule set reads every language. A word that names two
 classes ("鸡": hen or rooster) is glossed as both, so a reply naming only it stays ambiguous.
+A homonym a careful grader cannot pin down ("ラッパ": trumpet or horn) becomes a sense token
+(`⟦ラッパ=Trumpet|Horn⟧`) that never decides for one option (see rules_mentions.py).
+
+Word order is structural, not listed phrase by phrase: Chinese, Japanese and Korean put the
+answer frame after the answer ("赤が正解です", "빨간색이 정답입니다", "C是正确答案"), so each
+answer, its particle and its postposed frame are rewritten as "answer: <answer>." before the
+glossing. Korean words are only glossed at a word start and before a particle or a break,
+so "양" (sheep) is not read inside "다양한".
 """
 
 from __future__ import annotations
@@ -33,6 +42,11 @@ _ENGLISH_VOCABULARY = (
 _ENGLISH = frozenset(_ENGLISH_VOCABULARY.split())
 _MIN_INDICATORS = 2
 _SPACES = re.compile(r" {2,}")
+_HANGUL = "\uac00-\ud7af\u1100-\u11ff"
+# A postposed answer runs from the start of its clause ("판타지 책이 정답입니다": "판타지 책").
+_CLAUSE_BREAKS = "。．.!?！？、，,：:；;\n「」『』"
+_POSTPOSED_ANSWER = rf"(?:^|(?<=[{_CLAUSE_BREAKS}]))\s*(?P<answer>[^{_CLAUSE_BREAKS}]{{1,60}}?)"
+SENSE_OPEN, SENSE_CLOSE = "⟦", "⟧"  # a homonym's sense token: ⟦word=Sense|Sense⟧
 
 
 class Language(NamedTuple):
@@ -43,22 +57,62 @@ class Language(NamedTuple):
     indicators: frozenset[str]
     phrases: re.Pattern[str]
     glosses: dict[str, str]  # case-folded phrase -> English
+    postposed: re.Pattern[str] | None  # answer + particle + answer frame, for CJK word order
+    ruled_out: re.Pattern[str] | None  # answer + particle + negative frame ("…은 정답이 아닙니다")
 
 
-def _entries(code: str, table: dict) -> dict[str, str]:
-    """Every phrase of one language with its gloss; a phrase under two options names both."""
-    for field in ("script", "gloss", "vocabulary", "categories"):
+def _entries(code: str, table: dict) -> tuple[dict[str, str], set[str]]:
+    """Every phrase of one language with its gloss, and which of them are words (not frames)."""
+    for field in ("script", "gloss", "vocabulary", "categories", "options"):
         if field not in table:
             raise ValueError(f"lexicon.json: language {code!r} has no field {field!r}")
     owners: dict[str, list[str]] = {}
-    for options, words in table["vocabulary"].items():
+    for options, words in [*table["vocabulary"].items(), *table["options"].items()]:
         for word in words:
-            owners.setdefault(word.casefold(), []).extend(options.split("|"))
-    glosses = {phrase.casefold(): gloss for phrase, gloss in table["gloss"].items()}
-    glosses |= {w: " " + " or ".join(dict.fromkeys(o)) + " " for w, o in owners.items()}
-    for category, words in table["categories"].items():
-        glosses |= {word.casefold(): f" {category} " for word in words}
-    return glosses
+            owners.setdefault(word.lower(), []).extend(options.split("|"))
+    # Lower-cased, not case-folded: the pattern must still match "ß" ("Weißwein").
+    glosses = {phrase.lower(): gloss for phrase, gloss in table["gloss"].items()}
+    words = {w: " " + " or ".join(dict.fromkeys(o)) + " " for w, o in owners.items()}
+    for category, names in table["categories"].items():
+        words |= {name.lower(): f" {category} " for name in names}
+    for senses, names in table.get("homonyms", {}).items():
+        if "|" not in senses:
+            raise ValueError(f"lexicon.json: {code!r} homonym {senses!r} has one sense, not 'A|B'")
+        words |= {n.lower(): f" {SENSE_OPEN}{n}={senses}{SENSE_CLOSE} " for n in names}
+    return glosses | words, set(words) - set(glosses)
+
+
+def _alternative(phrase: str, is_word: bool, particles: str | None) -> str:
+    """One phrase of the pattern; a Korean word only at a word start, before a particle or break."""
+    escaped = re.escape(phrase)
+    if not is_word or particles is None:
+        return escaped
+    return rf"(?<![{_HANGUL}]){escaped}(?=[^{_HANGUL}]|$|{particles})"
+
+
+def _alternatives(phrases: list[str]) -> str:
+    return "|".join(map(re.escape, sorted(phrases, key=len, reverse=True)))
+
+
+def _postposed(code: str, table: dict) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """The patterns of an answer followed by its particle and a postposed (negative) frame."""
+    spec = table.get("postposed")
+    if spec is None:
+        return None, None
+    try:
+        particles, frames = _alternatives(spec["particles"]), _alternatives(spec["frames"])
+        negative = _alternatives(spec.get("negative_frames", []))
+        not_after = _alternatives(spec.get("not_after", []))
+    except (KeyError, TypeError) as error:
+        raise ValueError(
+            f"lexicon.json: {code!r} 'postposed' needs lists 'particles' and 'frames'"
+        ) from error
+    guard = rf"(?!\s*(?:{not_after}))" if not_after else ""
+    answer = rf"{_POSTPOSED_ANSWER}\s*"
+    chosen = re.compile(rf"{answer}(?:{particles})\s*(?:{frames}){guard}")
+    # The particle may be missing before a negative frame: "红色不是正确答案".
+    ruled_out = re.compile(rf"{answer}(?:(?:{particles})\s*)?(?:{negative})") if negative else None
+    return chosen, ruled_out
 
 
 @cache
@@ -69,14 +123,25 @@ def languages() -> tuple[Language, ...]:
     for code, table in json.loads(raw).items():
         if code.startswith("_"):
             continue
-        glosses = _entries(code, table)
-        alternatives = "|".join(re.escape(p) for p in sorted(glosses, key=len, reverse=True))
+        glosses, words = _entries(code, table)
+        particles = table.get("particles")
+        ends = (
+            "|".join(map(re.escape, sorted(particles, key=len, reverse=True)))
+            if particles
+            else None
+        )
+        alternatives = "|".join(
+            _alternative(p, p in words, ends) for p in sorted(glosses, key=len, reverse=True)
+        )
         if table["script"] == "latin":
             pattern = re.compile(rf"(?<![\w'])(?:{alternatives})(?![\w'])", re.IGNORECASE)
         else:
-            pattern = re.compile(alternatives)
+            pattern = re.compile(alternatives, re.IGNORECASE)  # "T恤", "SF小説"
         indicators = frozenset(table.get("indicators", ()))
-        compiled.append(Language(code, table["script"], indicators, pattern, glosses))
+        postposed, ruled_out = _postposed(code, table)
+        compiled.append(
+            Language(code, table["script"], indicators, pattern, glosses, postposed, ruled_out)
+        )
     return tuple(compiled)
 
 
@@ -102,7 +167,13 @@ def gloss(text: str) -> tuple[str, tuple[str, ...]]:
     if not spoken:
         return text, ()
     for lang in spoken:
-        text = lang.phrases.sub(lambda m, g=lang.glosses: g[m.group().casefold()], text)
+        if lang.ruled_out is not None:
+            # "빨간색은 정답이 아닙니다" -> "not 빨간색." : ruled out, as English negation reads it.
+            text = lang.ruled_out.sub(lambda m: f" not {m.group('answer')}. ", text)
+        if lang.postposed is not None:
+            # "赤が正解です" -> "answer: 赤." : the frame the English rules read comes first.
+            text = lang.postposed.sub(lambda m: f" answer: {m.group('answer')}. ", text)
+        text = lang.phrases.sub(lambda m, g=lang.glosses: g[m.group().lower()], text)
     # Letters touching CJK text ("是C选项") must stand apart to read as letters.
     text = _CJK_RUN.sub(lambda m: f" {m.group()} ", text)
     return _SPACES.sub(" ", text), tuple(lang.code for lang in spoken)

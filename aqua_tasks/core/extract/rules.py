@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from aqua_tasks.core.extract.languages import gloss
-from aqua_tasks.core.extract.reasoning import split_reply
+from aqua_tasks.core.extract.reasoning import REASONING_CHARS, split_reply
 from aqua_tasks.core.extract.rules_mentions import (
     Mention,
     Mentions,
@@ -26,6 +26,7 @@ from aqua_tasks.core.extract.rules_non_answers import SHORT_REPLY_WORDS, hedge_p
 from aqua_tasks.core.extract.rules_words import (
     NEXT_WORD,
     NO_REJECTION,
+    OTHER_SENSE,
     WORD,
     Item,
     compile_item,
@@ -86,6 +87,12 @@ _INSTEAD = re.compile(
     r"|instead)\s+(?:(?:actually|clearly|really|definitely|obviously|more\s+like)\s+)?"
     r"(?:an?|the)\s+([a-z][a-z-]+)"
 )
+# A lean, not a choice: "It might be a dog, the bark is faint". "I could hear a dog" is no lean.
+_LEAN = re.compile(r"\b(?:maybe|perhaps|possibly|(?:might|may|could)(?:\s+\w+)?\s+be)\b")
+_LEAN_AFTER = re.compile(r"[\s,)\]]*(?:maybe|perhaps|possibly|i\s+guess)\b")
+_CLAUSE_START = re.compile(
+    r".*[.;:!?\n,]|.*\b(?:but|however|although|though|whereas|while)\b", re.S
+)
 # Reasons of explicit answers: a reply that hit the token limit keeps only these.
 _EXPLICIT = ("bare letter", "letter (", "after ", "in first line", "in \\boxed", "in the JSON",
              "in the marked", "error", "refusal")  # fmt: skip
@@ -118,8 +125,36 @@ def _cue_targets(low: str, item: Item) -> tuple[list[_Target], list[Mention | No
 
 
 def _describe(idx: int, item: Item) -> str:
+    if idx == OTHER_SENSE:
+        return "a sense that is not an option"
     return (
         "a rejection" if idx == NO_REJECTION else f"({chr(ord('a') + idx)}) {item.options[idx]!r}"
+    )
+
+
+def _leaning(low: str, ms: list[Mention]) -> str | None:
+    """The lean word under which every one of these mentions stands, if each stands under one."""
+    word = None
+    for m in ms:
+        before = low[max(0, m.start - 80) : m.start]
+        clause = before[_CLAUSE_START.match(before).end() if _CLAUSE_START.match(before) else 0 :]
+        found = _LEAN.search(clause) or _LEAN_AFTER.match(low, m.end)
+        if found is None:
+            return None
+        word = word or " ".join(found.group().strip(" ,)]").split())
+    return word
+
+
+def _lean(text: str, low: str, ms: list[Mention], decided: Extraction) -> Extraction | None:
+    """A short reply whose only commitment is a lean ("It might be a dog") commits to nothing."""
+    if len(text) >= REASONING_CHARS:
+        return None
+    word = _leaning(low, ms) if ms else (_LEAN.search(low) or _LEAN_AFTER.search(low))
+    if not word:
+        return None
+    word = word if isinstance(word, str) else " ".join(word.group().strip(" ,)]").split())
+    return Extraction(
+        None, False, f"no-commitment: lean {word!r} without an answer frame ({decided.reason})"
     )
 
 
@@ -259,9 +294,10 @@ def _by_position(
         (line_start, " in last line"),
         (sentence_start, " in last sentence"),
     ):
-        decided = _verdict(committed.within(lo, len(text)), item, where)
+        deciding = committed.within(lo, len(text))
+        decided = _verdict(deciding, item, where)
         if decided and decided.parsed:
-            return decided
+            return _lean(text, low, deciding, decided) or decided
         ambiguous = ambiguous or decided
     if ambiguous:
         return ambiguous
@@ -275,7 +311,8 @@ def _by_position(
     words = len(WORD.findall(text))
     by_head = _head_match(text, low, 0, len(text), item)
     if words <= SHORT_REPLY_WORDS:
-        return by_head or Extraction(None, True, f"names {text[:40]!r}, not an option")
+        named = by_head or Extraction(None, True, f"names {text[:40]!r}, not an option")
+        return _lean(text, low, [], named) or named
     # A longer plain sentence naming one option by its head noun: "... is clearly a guitar."
     if by_head and not _SENTENCE_BREAK.search(text.rstrip(".!? ")):
         return by_head

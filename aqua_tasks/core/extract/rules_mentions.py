@@ -7,14 +7,17 @@ import re
 from itertools import pairwise
 from typing import NamedTuple
 
+from aqua_tasks.core.extract.languages import SENSE_CLOSE, SENSE_OPEN
 from aqua_tasks.core.extract.rules_words import (
     FILLERS,
     NEXT_WORD,
     NO_REJECTION,
+    OTHER_SENSE,
     WORD,
     Item,
     stem_of,
 )
+from aqua_tasks.core.extract.verdict import fold
 
 _WRAPPED_LETTER = re.compile(
     r"(?<!\w)[(\[{]\s*([a-z])\s*[)\]}]"  # (e) [E] {e}
@@ -61,6 +64,10 @@ _REJECTION = re.compile(
     r"|\b(?:does\s+not|doesn't|do\s+not|don't)\s+match\s+any\s+of\s+(?:the|these|them)\b"
     rf"|{_CATEGORY_MISMATCH}"
 )
+# A homonym the lexicon could not pin to one sense: "⟦ラッパ=Trumpet|Horn⟧" (see languages.py).
+_SENSE = re.compile(
+    rf"{SENSE_OPEN}\s*([^={SENSE_OPEN}{SENSE_CLOSE}]+?)\s*=([^{SENSE_OPEN}{SENSE_CLOSE}]+){SENSE_CLOSE}"
+)
 _PAIR_GAP = re.compile(r"[\s:.=\-–—]*")
 _CLAUSE_BREAK = re.compile(r"[.;:!?\n,]|\b(?:but|however|although|though|whereas|while)\b")
 _HYPOTHETICAL = re.compile(
@@ -92,7 +99,7 @@ class Mention(NamedTuple):
     start: int
     end: int
     idxs: frozenset[int]  # more than one: a letter labelling another option's text
-    kind: str  # "letter" | "text" | "rejection" | "pair" (a letter with its text)
+    kind: str  # "letter" | "text" | "rejection" | "pair" (a letter with its text) | "sense"
     label: str
     verb: bool = False  # an "-ing" form of a noun option: "crowing" names Crow only weakly
 
@@ -125,9 +132,30 @@ def _match_rest(text: str, pos: int, stems: tuple[str, ...]) -> int | None:
     return pos
 
 
+def _sense_mentions(text: str, item: Item) -> list[Mention]:
+    """Homonyms naming an option in one sense: every sense counts, and senses off the list too."""
+    listed = {fold(o): item.canon[i] for i, o in enumerate(item.options)}
+    found = []
+    for m in _SENSE.finditer(text):
+        senses = m.group(2).split("|")
+        named = {listed[fold(s)] for s in senses if fold(s) in listed}
+        if not named:
+            continue  # no sense is an option: it names something else, like any other word
+        others = [s for s in senses if fold(s) not in listed]
+        label = f"localised word {m.group(1).strip()!r} means {' or '.join(senses)}"
+        if others:
+            options = " and ".join(repr(item.options[i]) for i in sorted(named))
+            label += f"; only {options} {'is an option' if len(named) == 1 else 'are options'}"
+            named.add(OTHER_SENSE)  # so the mention never decides for the one option listed
+        found.append(Mention(m.start(), m.end(), frozenset(named), "sense", label))
+    return found
+
+
 def find_mentions(text: str, low: str, item: Item, extra: list[Mention | None]) -> list[Mention]:
     """Every letter, option text and rejection phrase, longest first, letters paired."""
     found = list(extra)
+    if SENSE_OPEN in text:
+        found += _sense_mentions(text, item)
     for m in _WRAPPED_LETTER.finditer(low):
         found.append(letter_mention(m, next(filter(None, m.groups())), item))
     for m in _UPPER_LETTER.finditer(text):
@@ -190,10 +218,13 @@ def _pair_letters(ms: list[Mention], low: str) -> list[Mention]:
         # A letter pairs forward with its own text; in "Dog (b) Cat" the (b) belongs to Cat.
         if pairs(m, nxt) and (m.kind == "letter" or not pairs(nxt, after)):
             letter, named = (m, nxt) if m.kind == "letter" else (nxt, m)
-            label = letter.label
-            if letter.idxs != named.idxs:
+            label, idxs = letter.label, letter.idxs | named.idxs
+            if named.kind == "sense" and letter.idxs <= named.idxs:
+                # "(c) ラッパ": the letter says which sense is meant.
+                label, idxs = f"{letter.label} ({named.label})", letter.idxs
+            elif letter.idxs != named.idxs:
                 label = f"{letter.label} labels {named.label}"
-            out.append(Mention(m.start, nxt.end, letter.idxs | named.idxs, "pair", label))
+            out.append(Mention(m.start, nxt.end, idxs, "pair", label))
             i += 2
         else:
             out.append(m)

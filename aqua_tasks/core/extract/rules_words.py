@@ -10,6 +10,7 @@ from typing import NamedTuple
 from aqua_tasks.core.extract.verdict import canonical_indices, fold
 
 NO_REJECTION = -1  # pseudo option index: a rejection on an item without a rejection option
+OTHER_SENSE = -2  # pseudo option index: a homonym's sense that is not among the options
 WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 NEXT_WORD = re.compile(r"\s+([A-Za-z]+)")
 FILLERS = frozenset({"a", "an", "the", "of", "his", "her", "their", "its", "my", "your"})
