@@ -10,9 +10,11 @@ differently (an unparsed reply chooses nothing).
 The mix also holds the replies reasoning and multilingual models write: 4 000+ character
 reasoning replies (`long-reasoning`), `<think>` blocks finished and cut off (`think`),
 structured answers (`structured`), non-English replies (`multilingual`) and paraphrased
-rejections (`paraphrase`). `aqua-rules` 2.0, read from git (the last commit that had it, or
-`--baseline-ref`), is timed on the same replies, so the cost ratio of today's version to it
-is measured in one run.
+rejections (`paraphrase`), and since 3.1 localised IASD option words (`iasd-words`), CJK
+answers stated before their frame (`cjk-order`), short replies that only lean (`lean`) and
+homonyms whose other sense is not an option (`homonym`). `aqua-rules` 3.0, read from git (the
+last commit that had it, or `--baseline-ref`), is timed on the same replies, so the cost ratio
+of today's version to it is measured in one run.
 
     python benchmarks/bench_extract.py --n 20000 --json
 """
@@ -29,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 
 from aqua_tasks.core.data import TRACKS, VARIANT_SUFFIXES, AquaDataError, AquaItem, load_items
@@ -41,7 +44,12 @@ from aqua_tasks.core.extract import (
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO.parent / "shared" / "data" / "aqua-bench"
-BASELINE_MODULES = ("verdict", "rules_words", "rules_mentions", "rules_non_answers", "rules")
+BASELINE = "3.0"
+BASELINE_MODULES = ("verdict", "rules_words", "rules_mentions", "rules_non_answers", "rules",
+                    "reasoning", "structured", "languages")  # fmt: skip
+LEXICON = json.loads(
+    resources.files("aqua_tasks.core.extract").joinpath("lexicon.json").read_text("utf-8")
+)
 # Reasoning replies written by models such as Qwen3-Omni-Thinking: long, and weighing options.
 THINKING = (
     "Okay, let me analyze the audio. First I will listen for the onset and the pitch contour. ",
@@ -60,6 +68,15 @@ FILLER = (
     "There is a repeated pattern at a steady rhythm. ",
     "The question asks about something the audio may not convey. ",
 )
+# Each language's frame for a localised option word; the CJK ones put the frame last.
+WORD_FRAMES = {"zh": "答案是{w}。", "ja": "{w}が正解です。", "ko": "{w}이 정답입니다.",
+               "es": "La respuesta es {w}.", "de": "Die Antwort ist {w}.",
+               "fr": "La réponse est {w}."}  # fmt: skip
+CJK_ORDER = ("({l})が正解です。", "({l})번이 맞습니다.", "{L}是正确答案。", "({l})를 선택합니다.",
+             "赤は正解ではありません。({l})が正解です。")  # fmt: skip
+LEANS = ("It might be {t}, the sound is faint.", "Maybe {t}.", "{t}, perhaps.",
+         "It could be ({l}), the clip is short.")  # fmt: skip
+HOMONYMS = ("答えはラッパです。", "答案是喇叭。", "나팔이 정답입니다.", "Die Antwort ist Tröte.")
 NON_ANSWERS = (
     "Error: rate limited",
     "Sorry, I cannot process audio.",
@@ -78,8 +95,9 @@ def make_reply(item: AquaItem, rng: random.Random) -> tuple[str, str]:
     i = rng.randrange(len(item.options))
     text, letter = item.options[i], _letter(i)
     kinds = ["letter", "text", "rejection", "answer-first", "non-answer", "reasoning",
-             "long-reasoning", "think", "structured", "multilingual", "paraphrase"]  # fmt: skip
-    kind = rng.choices(kinds, weights=[3, 3, 1, 2, 1, 3, 3, 2, 1, 1, 1])[0]
+             "long-reasoning", "think", "structured", "multilingual", "paraphrase",
+             "iasd-words", "cjk-order", "lean", "homonym"]  # fmt: skip
+    kind = rng.choices(kinds, weights=[3, 3, 1, 2, 1, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1])[0]
     if kind == "letter":
         reply = rng.choice([f"({letter})", letter.upper(), f"Answer: {letter.upper()}",
                             f"**({letter.upper()})**", f"({letter}) {text}"])  # fmt: skip
@@ -136,7 +154,25 @@ def _modern_reply(kind: str, item: AquaItem, i: int, rng: random.Random) -> str:
                           )  # fmt: skip
     if kind == "multilingual":
         return rng.choice(MULTILINGUAL).format(l=letter, L=letter.upper())
-    return rng.choice(PARAPHRASES)
+    if kind == "paraphrase":
+        return rng.choice(PARAPHRASES)
+    return _reply_3_1(kind, item, i, rng)
+
+
+def _reply_3_1(kind: str, item: AquaItem, i: int, rng: random.Random) -> str:
+    """The reply kinds 3.1 reads: localised option words, CJK word order, leans, homonyms."""
+    text, letter = item.options[i], _letter(i)
+    if kind == "iasd-words":
+        lang = rng.choice(list(WORD_FRAMES))
+        table = LEXICON[lang]
+        words = [w for key, ws in [*table["vocabulary"].items(), *table["options"].items()]
+                 if text in key.split("|") for w in ws]  # fmt: skip
+        return WORD_FRAMES[lang].format(w=rng.choice(words) if words else text)
+    if kind == "cjk-order":
+        return rng.choice(CJK_ORDER).format(l=letter, L=letter.upper())
+    if kind == "lean":
+        return rng.choice(LEANS).format(t=f"a {text.lower()}", l=letter)
+    return rng.choice(HOMONYMS)
 
 
 def time_extractor(fn: Callable[[str, AquaItem], Extraction], work: list) -> float:
@@ -159,18 +195,18 @@ EXTRACTORS: dict[str, Callable[[str, AquaItem], Extraction]] = {
     "mmau-string-match": lambda reply, item: extract_string_match(reply, item.options),
 }
 PAIRS = (("aqua-rules", "official"), ("aqua-rules", "mmau-string-match"),
-         ("official", "mmau-string-match"), ("aqua-rules", "aqua-rules 2.0"))  # fmt: skip
+         ("official", "mmau-string-match"), ("aqua-rules", f"aqua-rules {BASELINE}"))  # fmt: skip
 
 
 def baseline_extractor(ref: str | None) -> tuple[str, Callable[[str, AquaItem], Extraction]]:
-    """`aqua-rules` 2.0 as committed at `ref` (default: the last commit that had it)."""
+    """`aqua-rules` 3.0 as committed at `ref` (default: the last commit that had it)."""
 
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(REPO), *args], check=True, capture_output=True,
                               text=True).stdout  # fmt: skip
 
     if ref is None:
-        removed = git("log", "-1", "--format=%H", "-S", '"aqua-rules": "2.0"', "--",
+        removed = git("log", "-1", "--format=%H", "-S", f'"aqua-rules": "{BASELINE}"', "--",
                       "aqua_tasks/core/extract/registry.py").strip()  # fmt: skip
         ref = f"{removed}^"
     folder = Path(tempfile.mkdtemp(prefix="aqua_rules_baseline_")) / "aqua_rules_baseline"
@@ -179,7 +215,11 @@ def baseline_extractor(ref: str | None) -> tuple[str, Callable[[str, AquaItem], 
     for name in BASELINE_MODULES:
         source = git("show", f"{ref}:aqua_tasks/core/extract/{name}.py")
         source = source.replace("aqua_tasks.core.extract.", "aqua_rules_baseline.")
+        # Its own lexicon, not today's: languages.py reads the data next to itself.
+        source = source.replace('"aqua_tasks.core.extract"', '"aqua_rules_baseline"')
         (folder / f"{name}.py").write_text(source, encoding="utf-8")
+    lexicon = git("show", f"{ref}:aqua_tasks/core/extract/lexicon.json")
+    (folder / "lexicon.json").write_text(lexicon, encoding="utf-8")
     sys.path.insert(0, str(folder.parent))
     rules = importlib.import_module("aqua_rules_baseline.rules")
     commit = git("rev-parse", "--short", ref).strip()
@@ -209,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
-        "--baseline-ref", help="git commit holding aqua-rules 2.0 (default: the last one that did)"
+        "--baseline-ref", help="git commit holding aqua-rules 3.0 (default: the last one that did)"
     )
     args = parser.parse_args(argv)
     if args.n < 1:
@@ -232,9 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         baseline_commit, baseline = baseline_extractor(args.baseline_ref)
     except (subprocess.CalledProcessError, OSError) as error:
-        print(f"error: cannot read aqua-rules 2.0 from git: {error}", file=sys.stderr)
+        print(f"error: cannot read aqua-rules {BASELINE} from git: {error}", file=sys.stderr)
         return 2
-    extractors = EXTRACTORS | {"aqua-rules 2.0": baseline}
+    extractors = EXTRACTORS | {f"aqua-rules {BASELINE}": baseline}
     speed = {name: time_extractor(fn, work) for name, fn in extractors.items()}
     results = {name: [fn(r, item) for r, item in work] for name, fn in extractors.items()}
     choices = {name: [x.choice for x in rs] for name, rs in results.items()}
@@ -245,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         "mix": kinds,
         "mean_reply_chars": round(sum(len(r) for _, r in replies) / args.n, 1),
         "replies_per_s": {name: round(v) for name, v in speed.items()},
-        "cost_ratio_vs_2_0": round(speed["aqua-rules 2.0"] / speed["aqua-rules"], 2),
+        "cost_ratio_vs_3_0": round(speed[f"aqua-rules {BASELINE}"] / speed["aqua-rules"], 2),
         "baseline_commit": baseline_commit,
         "unparsed": {name: sum(not x.parsed for x in rs) for name, rs in results.items()},
         "truncated": sum(x.reason.startswith("truncated") for x in results["aqua-rules"]),
@@ -260,8 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, value in speed.items():
         unparsed = result["unparsed"][name]
         print(f"{name:<18} {value:12,.0f} replies/s   unparsed {unparsed}")
-    ratio = result["cost_ratio_vs_2_0"]
-    print(f"aqua-rules cost / aqua-rules 2.0 ({baseline_commit}) cost: {ratio}")
+    ratio = result["cost_ratio_vs_3_0"]
+    print(f"aqua-rules cost / aqua-rules {BASELINE} ({baseline_commit}) cost: {ratio}")
     print("\nreplies on which two extractors choose differently")
     header = ["kind", "replies", *(f"{a} vs {b}" for a, b in PAIRS)]
     print(" | ".join(header))
