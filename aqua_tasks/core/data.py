@@ -182,9 +182,7 @@ def inline_options_problem(question: str, options: Sequence[str]) -> str | None:
         if index >= len(options):
             return f"lists {len(inline)} inline options but 'options' has {len(options)}"
         if _squeezed(text) != _squeezed(options[index]):
-            return (
-                f"inline option ({label}) is {text!r} but options[{index}] is {options[index]!r}"
-            )
+            return f"inline option ({label}) is {text!r} but options[{index}] is {options[index]!r}"
     return f"lists {len(inline)} inline options but 'options' has {len(options)}"
 
 

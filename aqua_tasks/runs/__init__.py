@@ -20,6 +20,7 @@ from aqua_tasks.runs.discovery import (
     is_lmms_results,
     iter_jsonl,
     read_json,
+    samples_file_of,
 )
 from aqua_tasks.runs.judge_results import (
     JudgeResults,
@@ -69,5 +70,6 @@ __all__ = [
     "require_aqua_items",
     "rescoring_notices",
     "run_label",
+    "samples_file_of",
     "score_items",
 ]

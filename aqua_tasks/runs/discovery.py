@@ -23,6 +23,7 @@ HARNESS_LM_EVAL = "lm-eval"
 HARNESS_LMMS_EVAL = "lmms-eval"
 HARNESS_AUTHORS = "authors' results"
 
+SHOWN_FILES = 4
 LMMS_STAMP_FORMAT = "%Y%m%d_%H%M%S"
 LMMS_RESULTS_NAME = re.compile(r"^(?P<stamp>\d{8}_\d{6})_results\.json$")
 LMMS_SAMPLES_NAME = re.compile(r"^(?P<stamp>\d{8}_\d{6})_samples_(?P<name>.+)\.jsonl$")
@@ -369,3 +370,60 @@ def recorded_manifests(files: RunFiles, samples: OutputFile) -> dict[str, Mappin
         for task, metadata in recorded_metadata(files, samples).items()
         if isinstance(metadata.get("aqua_manifest"), Mapping)
     }
+
+
+def _json_or_none(path: Path) -> object:
+    try:
+        return read_json(path)
+    except RunError:  # e.g. JSON Lines under a .json name: read (and reported) as samples
+        return None
+
+
+def _is_results_payload(payload: object) -> bool:
+    return isinstance(payload, Mapping) and "results" in payload and "configs" in payload
+
+
+def _shown(paths: Sequence[Path]) -> str:
+    more = " …" if len(paths) > SHOWN_FILES else ""
+    return ", ".join(p.name for p in paths[:SHOWN_FILES]) + more
+
+
+def samples_file_of(path: str | Path) -> Path:
+    """The one samples file a path names: itself, or the only one of a run folder.
+
+    A results file or a folder of several tasks' samples is refused with the files to pass
+    instead (read as samples, a results file would be "malformed JSON").
+    """
+    path = Path(path)
+    if not path.exists():
+        raise RunError(f"{path}: no such file or directory")
+    if path.is_dir():
+        samples = [f.path for f in find_outputs(path).samples]
+        if len(samples) == 1:
+            return samples[0]
+        if not samples:
+            raise RunError(f"{path}: holds no samples files (written with --log_samples)")
+        raise RunError(
+            f"{path}: holds the samples of {len(samples)} tasks ({_shown(samples)}); pass one of "
+            "these files"
+        )
+    named = name_match(path)
+    if named is None or named.kind != "results":
+        if path.suffix != ".json" or not _is_results_payload(_json_or_none(path)):
+            return path
+        siblings: list[Path] = []
+    else:
+        stamp = named.match.group("stamp")
+        siblings = sorted(
+            other.path
+            for other in map(name_match, path.parent.iterdir())
+            if other is not None
+            and other.kind == "samples"
+            and other.harness == named.harness
+            and other.match.group("stamp") == stamp
+        )
+    beside = f" (beside it: {_shown(siblings)})" if siblings else ""
+    raise RunError(
+        f"{path}: is a results file, not samples; pass its evaluation's samples file{beside} "
+        "or the run folder"
+    )

@@ -21,8 +21,10 @@ def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("mmau-layout")
     with contextlib.redirect_stdout(io.StringIO()):
         code = cli_build.main(
-            ["--source", "mmau", "--input", str(MMAU), "--output", str(out), "--limit", "40"]
-            + ["--no-progress"]
+            [
+                *("--source", "mmau", "--input", str(MMAU), "--output", str(out)),
+                *("--limit", "40", "--no-progress"),
+            ]
         )
     assert code == 0
     return out

@@ -1,4 +1,4 @@
-"""The released layout is validated on load: inline options agree with `options`, ids are integers."""
+"""Question files are validated on load: inline options agree with `options`, ids are integers."""
 
 from __future__ import annotations
 
@@ -52,8 +52,8 @@ def test_inline_labels_disagreeing_with_options_are_refused_naming_file_item_and
     folder = _write_edited(tmp_path, animal_entries, 5, options=swapped)
     message = _refusal(folder)
     assert message == (
-        f"{folder / (ANIMAL + '.json')}: entry 5 (id {entry['id']}): field 'question' inline option "
-        f"(a) is {entry['options'][0]!r} but options[0] is {swapped[0]!r}"
+        f"{folder / (ANIMAL + '.json')}: entry 5 (id {entry['id']}): field 'question' "
+        f"inline option (a) is {entry['options'][0]!r} but options[0] is {swapped[0]!r}"
     )
 
 
