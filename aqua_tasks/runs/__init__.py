@@ -21,6 +21,7 @@ from aqua_tasks.runs.discovery import (
     iter_jsonl,
     read_json,
     samples_file_of,
+    when,
 )
 from aqua_tasks.runs.judge_results import (
     JudgeResults,
@@ -28,7 +29,14 @@ from aqua_tasks.runs.judge_results import (
     find_judge_results,
     read_judge_results,
 )
-from aqua_tasks.runs.model import Run, RunItem, iter_tasks, require_aqua_items, run_label
+from aqua_tasks.runs.model import (
+    Run,
+    RunItem,
+    RunSource,
+    iter_tasks,
+    require_aqua_items,
+    run_label,
+)
 from aqua_tasks.runs.orca_items import (
     NOT_LOADED,
     is_lmms_samples,
@@ -52,6 +60,7 @@ __all__ = [
     "RunError",
     "RunFiles",
     "RunItem",
+    "RunSource",
     "TrackMismatchError",
     "breakdown",
     "condition_map",
@@ -72,4 +81,5 @@ __all__ = [
     "run_label",
     "samples_file_of",
     "score_items",
+    "when",
 ]
