@@ -378,6 +378,19 @@ def _files_of(path: Path, folder: Path, found: Sequence[Found]) -> RunFiles:
     )
 
 
+def same_evaluation(named: Found, kind: str) -> list[Found]:
+    """The files of a kind the same harness wrote beside a file in the same evaluation."""
+    stamp = named.match.group("stamp")
+    return [
+        other
+        for other in map(name_match, named.path.parent.iterdir())
+        if other is not None
+        and other.kind == kind
+        and other.harness == named.harness
+        and other.match.group("stamp") == stamp
+    ]
+
+
 def first_row(path: str | Path) -> object:
     """The value of a JSON Lines file's first non-blank line, or None when it has none."""
     for _, row in iter_jsonl(path):
@@ -402,16 +415,7 @@ def find_outputs(path: str | Path) -> RunFiles:
         # A results file comes with its evaluation's samples, written beside it; a samples
         # file with its results file, which records the model and settings of its run.
         wanted = {"results": "samples", "samples": "results"}.get(named.kind)
-        stamp = named.match.group("stamp")
-        for sibling in path.parent.iterdir():
-            other = name_match(sibling)
-            if (
-                other is not None
-                and other.kind == wanted
-                and other.harness == named.harness
-                and other.match.group("stamp") == stamp
-            ):
-                found.append(other)
+        found += same_evaluation(named, wanted) if wanted else []
         return _files_of(path, path.parent, found)
     if path.suffix == ".jsonl":  # samples under another name: the task comes from the docs
         harness = HARNESS_LMMS_EVAL if is_lmms_row(first_row(path)) else HARNESS_LM_EVAL
@@ -497,15 +501,7 @@ def samples_file_of(path: str | Path) -> Path:
             return path
         siblings: list[Path] = []
     else:
-        stamp = named.match.group("stamp")
-        siblings = sorted(
-            other.path
-            for other in map(name_match, path.parent.iterdir())
-            if other is not None
-            and other.kind == "samples"
-            and other.harness == named.harness
-            and other.match.group("stamp") == stamp
-        )
+        siblings = sorted(f.path for f in same_evaluation(named, "samples"))
     beside = f" (beside it: {_shown(siblings)})" if siblings else ""
     raise RunError(
         f"{path}: is a results file, not samples; pass its evaluation's samples file{beside} "
