@@ -25,6 +25,7 @@ from aqua_tasks.runs import (
     RunItem,
     RunSource,
     iter_tasks,
+    judge_files_beside,
     read_judge_results,
     read_run,
     require_aqua_items,
@@ -93,6 +94,15 @@ def load_compared_run(
         }
     except JudgeResultsError as error:
         raise AquaDataError(str(error)) from None
+    if path.is_file() and not judges:
+        # Given one of its files, a run's judge results (named by their own time) are not read:
+        # the gate would pass it without comparing its judge scores.
+        beside = judge_files_beside(path, {i.task for i in run.items})
+        if beside:
+            raise AquaDataError(
+                f"{path}: its folder holds ORCA judge results of this run ({beside[0].name}); "
+                f"pass the run folder ({path.parent}) so that its judge scores are compared too"
+            )
     # Judge results without --log_samples: only the judge can be compared.
     replies = run.aqua_items if judges or run.other_items else require_aqua_items(run)
     modes = run.audio_modes()

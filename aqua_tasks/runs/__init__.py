@@ -27,6 +27,7 @@ from aqua_tasks.runs.judge_results import (
     JudgeResults,
     JudgeResultsError,
     find_judge_results,
+    judge_files_beside,
     read_judge_results,
 )
 from aqua_tasks.runs.model import (
@@ -71,6 +72,7 @@ __all__ = [
     "items_from_samples",
     "iter_jsonl",
     "iter_tasks",
+    "judge_files_beside",
     "read_json",
     "read_judge_results",
     "read_lmms_samples",
