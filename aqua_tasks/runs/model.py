@@ -179,11 +179,10 @@ class Run:
         docs do (a text-only run logs `TEXT_ONLY_AUDIO_ERROR`). lmms-eval rows (docs rebuilt
         from the data) and the authors' format record nothing.
         """
-        files = {f.path: f for f in self.files.samples}
+        recorded = {f.path: recorded_metadata(self.files, f) for f in self.files.samples}
         modes: dict[str, set[bool | None]] = {}
         for item in self.aqua_items:
-            samples = files.get(item.file) if item.file is not None else None
-            metadata = recorded_metadata(self.files, samples).get(item.task) if samples else None
+            metadata = recorded.get(item.file, {}).get(item.task) if item.file else None
             if metadata is not None:
                 mode = audio_enabled(metadata)
             elif self.harness == HARNESS_LM_EVAL:
