@@ -428,9 +428,7 @@ def _edit_manifest(run: Path, dest: Path, field: str, value: str) -> Path:
     return dest
 
 
-def test_a_run_records_its_manifest_once_and_each_item_reads_it_from_the_results(
-    runs, tmp_path
-):
+def test_a_run_records_its_manifest_once_and_each_item_reads_it_from_the_results(runs, tmp_path):
     manifest = _recorded_manifest(runs["base"])
     assert set(manifest) == set(MANIFEST_FIELDS) and len(manifest["data_sha256"]) == 64
     (samples,) = runs["base"].rglob("samples_aqua_animal_*.jsonl")
