@@ -31,6 +31,7 @@ from aqua_tasks.build.categories import BANK_FILE, Bank, choose_iasd
 from aqua_tasks.build.iaqd import IaqdGenerator, IaqdRequest, TemplateGenerator, draft_for, noun_of
 from aqua_tasks.build.source import BuildError, SourceItem
 from aqua_tasks.build.text import inline_question, is_rejection_like, option_key
+from aqua_tasks.core.data import BUILT_TRACKS, name_track, parse_items
 from aqua_tasks.core.manifest import package_version
 
 MANIFEST_FORMAT = 1
@@ -298,6 +299,9 @@ def manifest_path(output: Path) -> Path:
 
 def write_result(result: BuildResult, output: Path) -> Path:
     """Write the built file and its manifest; the manifest's path."""
+    # Checked by the reader's own rules first: a file the tasks would refuse is never written.
+    track = name_track(output.name) or BUILT_TRACKS[0]
+    parse_items(result.entries, track=track, variant="main", source=str(output))
     write_atomic(output, dumps(result.entries))
     result.manifest["output"] = {
         "file": output.name,

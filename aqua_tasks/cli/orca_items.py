@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 
 from aqua_tasks.runs import (
     NOT_LOADED,
@@ -19,6 +18,7 @@ from aqua_tasks.runs import (
     items_from_samples,
     read_lmms_samples,
     read_samples,
+    samples_file_of,
 )
 from eval_common.cli import fail
 from eval_common.jsonio import write_jsonl
@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
     parser.add_argument(
         "samples",
-        help="an lm-eval samples_<task>_<time>.jsonl or lmms-eval <time>_samples_<task>.jsonl file",
+        help="an lm-eval samples_<task>_<time>.jsonl or lmms-eval <time>_samples_<task>.jsonl "
+        "file, or a run folder holding one",
     )
     parser.add_argument(
         "--data-dir",
@@ -81,16 +82,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             id_field=args.id_field,
         )
     try:
-        if Path(args.samples).is_file() and is_lmms_samples(args.samples):
+        path = samples_file_of(args.samples)
+        if is_lmms_samples(path):
             samples = read_lmms_samples(
-                args.samples,
+                path,
                 data_dir=args.data_dir,
                 docs_file=args.docs,
                 question_field=args.question_field or None,
             )
             harness = "lmms-eval"
         else:
-            samples, harness = read_samples(args.samples), "lm-eval"
+            samples, harness = read_samples(path), "lm-eval"
         items = items_from_samples(samples, settings, args.filter)
     except ValueError as err:
         return fail(PROG, str(err))

@@ -9,7 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aqua_tasks.core.data import AquaDataError
-from aqua_tasks.gate.comparability import ComparedRun, load_compared_run, why_not_comparable
+from aqua_tasks.gate.comparability import (
+    ComparedRun,
+    comparability_notes,
+    load_compared_run,
+    why_not_comparable,
+)
 from aqua_tasks.gate.paired import MIN_CA_CLIPS, MIN_JUDGE_UNITS, MetricComparison, judge
 from aqua_tasks.gate.summary import (
     EXIT_NOT_COMPARABLE,
@@ -25,6 +30,7 @@ from eval_common.cli import (
     add_json_flag,
     add_progress_flag,
     add_seed_flag,
+    bool_arg,
     fail,
     number_problem,
 )
@@ -75,6 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--candidate-data-dir", type=Path, metavar="DIR", help="--data-dir of the candidate only"
     )
+    for side in ("baseline", "candidate"):
+        parser.add_argument(
+            f"--{side}-audio",
+            type=bool_arg,
+            metavar="on|off",
+            help=f"whether the {side} fed audio, for a run that does not record it (the "
+            "authors' results format; an lmms-eval samples file without its results file); "
+            "refused when the run records otherwise",
+        )
     parser.add_argument(
         "--max-drop",
         type=float,
@@ -134,8 +149,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if problem is not None:
             return fail(PROG, problem)
     try:
-        base = load_compared_run(args.baseline, args.baseline_data_dir or args.data_dir)
-        cand = load_compared_run(args.candidate, args.candidate_data_dir or args.data_dir)
+        base = load_compared_run(
+            args.baseline, args.baseline_data_dir or args.data_dir, args.baseline_audio
+        )
+        cand = load_compared_run(
+            args.candidate, args.candidate_data_dir or args.data_dir, args.candidate_audio
+        )
     except (AquaDataError, OSError, ValueError) as error:
         return fail(PROG, str(error))
     for notice in rescoring_notices([*base.replies, *cand.replies]):
@@ -143,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     reason = why_not_comparable(base, cand)
     comparisons: list[MetricComparison] = []
     if reason is None:
+        for note in comparability_notes(base, cand):
+            print(f"{PROG}: {note}", file=sys.stderr)
         comparisons = judge(
             compare_runs(
                 base,
@@ -178,8 +199,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         payload = {
             "status": {0: "ok", 1: "regression", 2: "not comparable"}[code],
             "reason": reason,
-            "baseline": {"path": str(base.path), "label": base.label, "harness": base.harness},
-            "candidate": {"path": str(cand.path), "label": cand.label, "harness": cand.harness},
+            # Each run with the file, model and date every task's figures come from.
+            **{
+                side: {
+                    "path": str(run.path),
+                    "label": run.label,
+                    "harness": run.harness,
+                    "sources": [s.as_record() for s in run.sources],
+                }
+                for side, run in (("baseline", base), ("candidate", cand))
+            },
             "settings": {
                 "max_drop": args.max_drop,
                 "alpha": args.alpha,

@@ -155,6 +155,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for row in table.rows
             ]
             payload["sources"] = list(table.sources)
+            # Per run, the file, model and date of every task's figures.
+            payload["read_from"] = [
+                {"label": name, "path": run.source, "tasks": list(run.read_from)}
+                for name, run in zip(labels, runs, strict=True)
+            ]
         if args.orca_predictions:
             from orca_judge.calibration import calibration_markdown, load_calibration
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from aqua_tasks.core.data import KNOWN_TRACKS, AquaDataError
@@ -16,6 +16,8 @@ from aqua_tasks.core.scoring import metric_value, summarize
 from aqua_tasks.reports.tables import format_table
 from aqua_tasks.runs import (
     HARNESS_LMMS_EVAL,
+    Run,
+    RunSource,
     breakdown,
     condition_map,
     iter_tasks,
@@ -93,6 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
     add_json_flag(parser)
     add_progress_flag(parser)
     return parser
+
+
+def task_sources(
+    run: Run, per_task: Mapping[str, object], pooled: Mapping[str, list[str]]
+) -> dict[str, list[RunSource]]:
+    """Per scored row, where each of its items was read: file, model and date of its run."""
+    found: dict[str, list[RunSource]] = {task: [] for task in per_task}
+    for source in run.sources():
+        if source.task in found:
+            found[source.task].append(source)
+    for name, members in pooled.items():
+        found[name] = [s for member in members for s in found[member]]
+    return found
 
 
 def _rebuilt(harness: str, data_dir: Path | None) -> str:
@@ -175,6 +190,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "conditioned_on": str(args.condition_on) if args.condition_on else None,
             "source": str(args.results),
             "harness": run.harness,
+            # Which file, model and date every figure comes from (pooled rows: their tracks').
+            "sources": {
+                task: [s.as_record() for s in found]
+                for task, found in task_sources(run, per_task, pooled_rows).items()
+            },
         }
         if args.breakdown:
             payload["breakdown"] = breakdowns
@@ -197,8 +217,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     )
     print(f"read: {args.results} ({run.harness}{_rebuilt(run.harness, args.data_dir)})")
+    sources = task_sources(run, per_task, pooled_rows)
     for task, m in per_task.items():
-        notes = [f"extractor {extractors[task]}"]
+        if task in pooled_rows:
+            notes = [f"pools {', '.join(pooled_rows[task])}"]
+        else:
+            notes = [f"from {s.describe()}" for s in sources[task]]
+        notes.append(f"extractor {extractors[task]}")
         if m["n_unconditioned"]:
             notes.append(f"{int(m['n_unconditioned'])} items lack their clip's Solvable item")
         if m["n_excluded"]:

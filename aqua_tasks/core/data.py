@@ -155,6 +155,37 @@ def item_flags(
     return tuple(flags)
 
 
+# A released question lists its options inline as `(a) X (b) Y …`; the labels are read to say
+# which one disagrees with `options` (the model reads the question, scoring the list).
+INLINE_LABEL = re.compile(r"\(([a-z])\)\s*")
+OPTION_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _squeezed(text: str) -> str:
+    return " ".join(text.split())
+
+
+def inline_options_problem(question: str, options: Sequence[str]) -> str | None:
+    """How a question's inline `(a) …` options disagree with its `options` list, or None."""
+    listed = " ".join(f"({OPTION_LETTERS[i]}) {o}" for i, o in enumerate(options))
+    if _squeezed(listed) in _squeezed(question):
+        return None
+    first_line = question.split("\n", 1)[0]
+    parts = INLINE_LABEL.split(first_line)
+    inline = list(zip(parts[1::2], (p.strip() for p in parts[2::2]), strict=True))
+    if not inline:
+        return "lists no inline options '(a) …'; the released layout lists every option inline"
+    for index, (label, text) in enumerate(inline):
+        expected = OPTION_LETTERS[index] if index < len(OPTION_LETTERS) else "?"
+        if label != expected:
+            return f"inline label ({label}) stands where ({expected}) belongs"
+        if index >= len(options):
+            return f"lists {len(inline)} inline options but 'options' has {len(options)}"
+        if _squeezed(text) != _squeezed(options[index]):
+            return f"inline option ({label}) is {text!r} but options[{index}] is {options[index]!r}"
+    return f"lists {len(inline)} inline options but 'options' has {len(options)}"
+
+
 def parse_item(raw: object, *, track: str, variant: str, where: str) -> AquaItem:
     """Validate one released entry; errors name `where` (file and position) and the field."""
     if not isinstance(raw, dict):
@@ -178,10 +209,13 @@ def parse_item(raw: object, *, track: str, variant: str, where: str) -> AquaItem
     for key in ("question", "audio_filename"):
         if not isinstance(raw[key], str) or not raw[key].strip():
             raise AquaDataError(f"{where}: field {key!r} must be a non-empty string")
-    try:
-        item_id = int(raw["id"])
-    except (TypeError, ValueError):
-        raise AquaDataError(f"{where}: field 'id' must be an integer, got {raw['id']!r}") from None
+    item_id = raw["id"]
+    # int() would read 0.7 as 0 and "3" as 3: an id is a JSON integer or the file is refused.
+    if not isinstance(item_id, int) or isinstance(item_id, bool):
+        raise AquaDataError(f"{where}: field 'id' must be an integer, got {item_id!r}")
+    problem = inline_options_problem(raw["question"], options)
+    if problem is not None:
+        raise AquaDataError(f"{where} (id {item_id}): field 'question' {problem}")
     # A built track has no class key: its IASD items are checked by aqua-build instead.
     true_class = str(raw.get(CLASS_KEYS.get(track, "")) or "")
     return AquaItem(

@@ -7,6 +7,10 @@ from collections.abc import Iterable, Mapping
 from aqua_tasks.core.data import AquaItem
 from eval_common.cli import parse_bool
 
+# The `audio_error` every doc of a text-only run logs: a samples file read without its
+# results file still says whether its run fed audio.
+TEXT_ONLY_AUDIO_ERROR = "text-only run: no audio"
+
 
 def audio_enabled(settings: Mapping) -> bool:
     """Whether a run feeds audio (default) or is an explicit text-only run (`"audio": false`)."""
@@ -51,6 +55,13 @@ def item_to_doc(
         "audio_error": audio_error,
         **run,
     }
+
+
+def doc_audio(doc: Mapping) -> bool | None:
+    """Whether the run that logged an lm-eval doc fed audio, or None when the doc does not say."""
+    if "audio_error" not in doc or "audio_path" not in doc:
+        return None
+    return doc["audio_error"] != TEXT_ONLY_AUDIO_ERROR
 
 
 def is_aqua_doc(doc: object) -> bool:

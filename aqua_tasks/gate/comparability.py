@@ -1,7 +1,10 @@
 """Whether two runs can be compared item by item, and the first reason when they cannot.
 
 Each run is read once by `aqua_tasks.runs` into a `ComparedRun`; pairs that differ in tasks,
-items, manifest, audio mode, prompts, questions or judge checkpoint are refused.
+items, manifest, audio mode, prompts, questions or judge checkpoint are refused. Every check
+applies whatever form a run is given in (a folder, a results file, a samples file, an lmms-eval
+log, the authors' format): each setting is established from what the run holds, and a pair is
+refused when a setting of either run cannot be established, naming what to pass.
 """
 
 from __future__ import annotations
@@ -11,15 +14,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aqua_tasks.core.data import AquaDataError
+from aqua_tasks.core.data import AquaDataError, AquaItem
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, EXTRACTOR_ALIASES
 from aqua_tasks.core.manifest import MANIFEST_FIELDS
 from aqua_tasks.runs import (
+    HARNESS_AUTHORS,
     HARNESS_LM_EVAL,
     JudgeResults,
     JudgeResultsError,
     RunItem,
+    RunSource,
     iter_tasks,
+    judge_files_beside,
     read_judge_results,
     read_run,
     require_aqua_items,
@@ -44,6 +50,11 @@ LOCAL_DOC_FIELDS = frozenset({"audio_path", "audio_error", "clip_index", *MANIFE
 # Judge inputs that must agree item by item for judge scores to be comparable (the
 # candidate's reply is what is compared).
 JUDGE_INPUTS = ("question", "reference", "rationale", "transcript", "ratings")
+AUDIO_MODES = {True: "with audio", False: "text-only"}
+# The authors' format logs no prompt: their evaluation sends the released question, which is
+# what prompt style "plain" sends.
+AUTHORS_PROMPT_STYLE = "plain"
+ITEM_FIELDS = tuple(f.name for f in dataclasses.fields(AquaItem))
 
 
 @dataclass(frozen=True)
@@ -59,17 +70,22 @@ class ComparedRun:
     label: str
     replies: list[RunItem]
     samples: dict[tuple[str, int], RunItem]
-    audio: dict[str, bool]
+    audio: dict[str, bool | None]  # per AQUA task; None: the run does not say
     judges: dict[tuple[str, str], JudgeResults] = dataclasses.field(default_factory=dict)
     judge_meta: dict[str, Mapping] = dataclasses.field(default_factory=dict)
     harness: str = HARNESS_LM_EVAL
+    sources: tuple[RunSource, ...] = ()
 
 
-def load_compared_run(path: Path, data_dir: Path | None = None) -> ComparedRun:
+def load_compared_run(
+    path: Path, data_dir: Path | None = None, audio: bool | None = None
+) -> ComparedRun:
     """Replies, logged hashes, judge results, label and audio mode of a run folder or file.
 
     `data_dir` (the released files) rebuilds the items of an lmms-eval log, which logs none;
-    its items then carry that content, which the comparability checks compare.
+    its items then carry that content, which the comparability checks compare. `audio`
+    states the audio mode of a run that does not record it (AquaDataError if it records
+    another).
     """
     run = read_run(path, data_dir=data_dir)
     try:
@@ -78,14 +94,33 @@ def load_compared_run(path: Path, data_dir: Path | None = None) -> ComparedRun:
         }
     except JudgeResultsError as error:
         raise AquaDataError(str(error)) from None
+    if path.is_file() and not judges:
+        # Given one of its files, a run's judge results (named by their own time) are not read:
+        # the gate would pass it without comparing its judge scores.
+        beside = judge_files_beside(path, {i.task for i in run.items})
+        if beside:
+            raise AquaDataError(
+                f"{path}: its folder holds ORCA judge results of this run ({beside[0].name}); "
+                f"pass the run folder ({path.parent}) so that its judge scores are compared too"
+            )
     # Judge results without --log_samples: only the judge can be compared.
     replies = run.aqua_items if judges or run.other_items else require_aqua_items(run)
+    modes = run.audio_modes()
+    if audio is not None:
+        for task, mode in modes.items():
+            if mode is not None and mode != audio:
+                raise AquaDataError(
+                    f"{path}: stated {'with' if audio else 'without'} audio, but its {task} "
+                    f"records a run {AUDIO_MODES[mode]}"
+                )
+        modes = dict.fromkeys(modes, audio)
     return ComparedRun(
         path=path,
         label=run.label,
         replies=replies,
         samples={i.key: i for i in run.items},
-        audio=run.audio(),
+        audio=modes,
+        sources=tuple(run.sources()),
         judges=dict(sorted(judges.items())),
         judge_meta={t: m.get("orca_inputs") or {} for t, m in run.task_metadata().items()},
         harness=run.harness,
@@ -140,16 +175,94 @@ def why_not_comparable(base: ComparedRun, cand: ComparedRun) -> str | None:
                     f"{task}: {field} differs (baseline {', '.join(sorted(bv))}; "
                     f"candidate {', '.join(sorted(cv))})"
                 )
-        if task in base.audio and task in cand.audio and base.audio[task] != cand.audio[task]:
-            modes = {True: "with audio", False: "text-only"}
-            return (
-                f"{task}: audio input differs (baseline {modes[base.audio[task]]}, "
-                f"candidate {modes[cand.audio[task]]})"
-            )
+        reason = _audio_reason(task, base, cand) or _prompt_reason(task, b, c, base, cand)
+        if reason is not None:
+            return reason
         reason = _sample_reason(task, [(task, i) for i in b], base, cand)
         if reason is not None:
             return reason
     return _judge_reason(base, cand)
+
+
+def _unknown_audio(run: ComparedRun) -> str:
+    if run.harness == HARNESS_AUTHORS:
+        return "the authors' results format does not record it"
+    if run.harness == HARNESS_LM_EVAL:
+        return "its samples do not say and no results file of its evaluation was found"
+    return "lmms-eval records it only in the results file, and none was found for its samples"
+
+
+def _audio_reason(task: str, base: ComparedRun, cand: ComparedRun) -> str | None:
+    """Why the audio input of a task cannot be compared or differs, or None."""
+    for side, run in (("baseline", base), ("candidate", cand)):
+        if run.audio.get(task) is None:
+            return (
+                f"{task}: cannot tell whether the {side} fed audio ({_unknown_audio(run)}); pass "
+                f"its run folder or results file, or state it with --{side}-audio on|off"
+            )
+    if base.audio[task] != cand.audio[task]:
+        return (
+            f"{task}: audio input differs (baseline {AUDIO_MODES[bool(base.audio[task])]}, "
+            f"candidate {AUDIO_MODES[bool(cand.audio[task])]})"
+        )
+    return None
+
+
+def _prompt_style(run: ComparedRun, items: Mapping[int, RunItem]) -> str:
+    if run.harness == HARNESS_AUTHORS:
+        return AUTHORS_PROMPT_STYLE
+    return ", ".join(sorted({str(_setting(r, "prompt_style")) for r in items.values()}))
+
+
+def _prompt_reason(
+    task: str,
+    b: Mapping[int, RunItem],
+    c: Mapping[int, RunItem],
+    base: ComparedRun,
+    cand: ComparedRun,
+) -> str | None:
+    """Why the prompts of a task cannot be told to be the same when one run logs none, or None.
+
+    Where both runs log every prompt, `_sample_reason` compares them item by item.
+    """
+    hashed = {
+        side: all(r.prompt_hash is not None for r in items.values())
+        for side, items in (("baseline", b), ("candidate", c))
+    }
+    if all(hashed.values()):
+        return None
+    if HARNESS_AUTHORS in (base.harness, cand.harness):
+        styles = (_prompt_style(base, b), _prompt_style(cand, c))
+        if styles[0] == styles[1]:
+            return None
+        shown = [
+            "the released question (the authors' format)"
+            if run.harness == HARNESS_AUTHORS
+            else f"prompt style {style}"
+            for run, style in zip((base, cand), styles, strict=True)
+        ]
+        return f"{task}: prompt differs (baseline {shown[0]}; candidate {shown[1]})"
+    recorded = {
+        side: all(r.manifest.get("prompt_sha256") for r in items.values())
+        for side, items in (("baseline", b), ("candidate", c))
+    }
+    if all(recorded.values()):
+        return None  # the recorded prompt templates are compared with the manifest
+    side = next(s for s in hashed if not hashed[s] and not recorded[s])
+    return (
+        f"{task}: cannot tell whether the prompts are the same: the {side} logs no prompt "
+        "hash and records no prompt_sha256; pass its run folder or results file"
+    )
+
+
+def comparability_notes(base: ComparedRun, cand: ComparedRun) -> list[str]:
+    """What the comparison of two comparable runs had to take as given, one line each."""
+    return [
+        f"the {side} ({run.path}) is in the authors' results format, which logs no prompt: "
+        "taken to be the released question, as prompt style plain sends it"
+        for side, run in (("baseline", base), ("candidate", cand))
+        if run.harness == HARNESS_AUTHORS
+    ]
 
 
 def _sample_reason(
@@ -160,8 +273,8 @@ def _sample_reason(
     prompts = [
         k
         for k in both
-        if base.samples[k].prompt_hash != cand.samples[k].prompt_hash
-        and base.samples[k].prompt_hash is not None
+        if None not in (base.samples[k].prompt_hash, cand.samples[k].prompt_hash)
+        and base.samples[k].prompt_hash != cand.samples[k].prompt_hash
     ]
     lm_eval_only = base.harness == cand.harness == HARNESS_LM_EVAL
     if prompts:
@@ -175,13 +288,17 @@ def _sample_reason(
     docs = []
     for k in both:
         bs, cs = base.samples[k], cand.samples[k]
-        if bs.doc_hash == cs.doc_hash:
+        if bs.item is not None and cs.item is not None and not (bs.doc and cs.doc):
+            # The authors' format logs no doc: its items' content is what is compared.
+            differing = {f for f in ITEM_FIELDS if getattr(bs.item, f) != getattr(cs.item, f)}
+        elif bs.doc_hash == cs.doc_hash:
             continue
-        differing = {
-            f
-            for f in bs.doc.keys() | cs.doc.keys()
-            if f not in LOCAL_DOC_FIELDS and bs.doc.get(f) != cs.doc.get(f)
-        }
+        else:
+            differing = {
+                f
+                for f in bs.doc.keys() | cs.doc.keys()
+                if f not in LOCAL_DOC_FIELDS and bs.doc.get(f) != cs.doc.get(f)
+            }
         if differing:
             fields |= differing
             docs.append(k)

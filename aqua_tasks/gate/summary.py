@@ -189,9 +189,10 @@ def markdown_summary(
         "",
         headline(comparisons, reason, max_drop, alpha),
         "",
-        f"- baseline: `{base.path}` ({base.label}; {base.harness})",
-        f"- candidate: `{cand.path}` ({cand.label}; {cand.harness})",
     ]
+    for side, run in (("baseline", base), ("candidate", cand)):
+        lines.append(f"- {side}: `{run.path}` ({run.label}; {run.harness})")
+        lines += [f"  - {s.task}: `{s.describe()}`" for s in run.sources]
     judged = any(c.metric.startswith(f"{JUDGE_METRIC},") for c in comparisons)
     aqua = any(not c.metric.startswith(f"{JUDGE_METRIC},") for c in comparisons)
     tests, legend = [], ["Values in %."]

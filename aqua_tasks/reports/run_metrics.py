@@ -38,6 +38,7 @@ from aqua_tasks.runs import (
     rescoring_notices,
     run_label,
     score_items,
+    when,
 )
 
 # The all-tracks column: every clip of the run's tracks pooled.
@@ -71,6 +72,8 @@ class RunMetrics:
     intervals: dict[str, dict[str, Interval]] = field(default_factory=dict)
     extractors: dict[str, str] = field(default_factory=dict)
     harness: str = HARNESS_LM_EVAL
+    # Per task, the file, model and date its figures come from (`RunSource.as_record`).
+    read_from: tuple[dict[str, str | None], ...] = ()
 
 
 MAIN_PREFIX = TASK_NAME_PREFIXES[("main", "plain")]
@@ -198,6 +201,8 @@ def _scored_run(
         raise RunReadError(str(error)) from None
     if run.harness == HARNESS_LMMS_EVAL:
         notes.append(f"items rebuilt by doc id from {data_dir}")
+    sources = run.sources()
+    notes.extend(f"{s.task} from {s.describe()}" for s in sources)
     if extractor is None:
         notes.extend(rescoring_notices(items))
     else:
@@ -216,7 +221,16 @@ def _scored_run(
     for task, task_values in values.items():
         tasks[task] = summarize(task_values)
         intervals[task] = metric_intervals(task_values, n_boot=n_boot, seed=seed)
-    return RunMetrics(run.label, str(path), tasks, tuple(notes), intervals, extractors, run.harness)
+    return RunMetrics(
+        run.label,
+        str(path),
+        tasks,
+        tuple(notes),
+        intervals,
+        extractors,
+        run.harness,
+        tuple(s.as_record() for s in sources),
+    )
 
 
 def load_run_metrics(
@@ -300,7 +314,21 @@ def load_run_metrics(
             extractors[name] = ",".join(sorted(names))
     label = run_label(payload.get("config") or {})
     harness = HARNESS_LMMS_EVAL if is_lmms_results(payload) else HARNESS_LM_EVAL
-    return RunMetrics(label, str(file), tasks, tuple(notes), {}, extractors, harness)
+    date = payload.get("date")
+    dated = isinstance(date, (int, float)) and not isinstance(date, bool)
+    read_from = tuple(
+        {
+            "task": task,
+            "file": str(file),
+            "model": label,
+            "date": when(float(date)) if dated else None,
+            "dated_by": "recorded" if dated else None,
+            "results": str(file),
+        }
+        for task in tasks
+        if all_tracks_name(task) is not None  # the track rows, not the pooled one
+    )
+    return RunMetrics(label, str(file), tasks, tuple(notes), {}, extractors, harness, read_from)
 
 
 def _interval_pairs(recorded: object) -> list[tuple[str, tuple[object, object]]]:

@@ -20,14 +20,24 @@ from aqua_tasks.runs.discovery import (
     is_lmms_results,
     iter_jsonl,
     read_json,
+    samples_file_of,
+    when,
 )
 from aqua_tasks.runs.judge_results import (
     JudgeResults,
     JudgeResultsError,
     find_judge_results,
+    judge_files_beside,
     read_judge_results,
 )
-from aqua_tasks.runs.model import Run, RunItem, iter_tasks, require_aqua_items, run_label
+from aqua_tasks.runs.model import (
+    Run,
+    RunItem,
+    RunSource,
+    iter_tasks,
+    require_aqua_items,
+    run_label,
+)
 from aqua_tasks.runs.orca_items import (
     NOT_LOADED,
     is_lmms_samples,
@@ -51,6 +61,7 @@ __all__ = [
     "RunError",
     "RunFiles",
     "RunItem",
+    "RunSource",
     "TrackMismatchError",
     "breakdown",
     "condition_map",
@@ -61,6 +72,7 @@ __all__ = [
     "items_from_samples",
     "iter_jsonl",
     "iter_tasks",
+    "judge_files_beside",
     "read_json",
     "read_judge_results",
     "read_lmms_samples",
@@ -69,5 +81,7 @@ __all__ = [
     "require_aqua_items",
     "rescoring_notices",
     "run_label",
+    "samples_file_of",
     "score_items",
+    "when",
 ]

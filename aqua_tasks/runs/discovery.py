@@ -23,6 +23,7 @@ HARNESS_LM_EVAL = "lm-eval"
 HARNESS_LMMS_EVAL = "lmms-eval"
 HARNESS_AUTHORS = "authors' results"
 
+SHOWN_FILES = 4
 LMMS_STAMP_FORMAT = "%Y%m%d_%H%M%S"
 LMMS_RESULTS_NAME = re.compile(r"^(?P<stamp>\d{8}_\d{6})_results\.json$")
 LMMS_SAMPLES_NAME = re.compile(r"^(?P<stamp>\d{8}_\d{6})_samples_(?P<name>.+)\.jsonl$")
@@ -245,34 +246,116 @@ def _recorded_dates(results: Iterable[Found]) -> tuple[dict, dict[Path, Any]]:
     return dates, payloads
 
 
-def _recorded_model(payload: object) -> tuple[str, str] | None:
-    """(model, model_args) a results file records, or None when it records none."""
+# Model arguments that name the model itself, in the order they are preferred for a label.
+NAME_ARGS: tuple[str, ...] = ("pretrained", "model", "model_name", "engine")
+
+
+def _args_dict(model_args: object) -> dict[str, str]:
+    if isinstance(model_args, Mapping):
+        return {str(k): str(v) for k, v in model_args.items()}
+    if isinstance(model_args, str) and model_args.strip():
+        pairs = (part.partition("=") for part in model_args.split(","))
+        return {k.strip(): v.strip() for k, _, v in pairs if k.strip()}
+    return {}
+
+
+def _short_path(value: str) -> str:
+    # Local checkpoints and reply folders are named by their last part; hub ids are kept whole.
+    return Path(value.rstrip("/")).name if value.startswith(("/", ".", "~")) else value
+
+
+def run_label(config: Mapping) -> str:
+    """A readable model label from an lm-eval results `config` (model and model_args)."""
+    model = str(config.get("model") or "model")
+    args = _args_dict(config.get("model_args"))
+    for key in NAME_ARGS:
+        if args.get(key):
+            return _short_path(args[key])
+    if not args:
+        return model
+    shown = ", ".join(f"{k}={_short_path(v)}" for k, v in sorted(args.items()))
+    return f"{model} ({shown})"
+
+
+def recorded_config(payload: object) -> Mapping[str, Any] | None:
+    """The `config` (model and model_args) a results file records, or None."""
     config = payload.get("config") if isinstance(payload, Mapping) else None
-    if not isinstance(config, Mapping) or "model" not in config:
-        return None
-    return str(config.get("model")), json.dumps(config.get("model_args"), sort_keys=True)
+    return config if isinstance(config, Mapping) and "model" in config else None
 
 
-def _one_model(
-    path: Path, samples: Iterable[OutputFile], results: Sequence[OutputFile], payloads: Mapping
-) -> None:
-    """Refuse newest-per-task samples that come from evaluations of different models.
+def when(time: float) -> str:
+    """A file time as local ISO date and time, to the second."""
+    return datetime.fromtimestamp(time).isoformat(sep=" ", timespec="seconds")
 
-    Reruns of some tasks into the same folder are combined (each task's newest samples), but
-    lmms-eval writes the runs of every model without model_args into the output folder
-    itself: there, the newest samples per task can belong to different models.
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The samples files one evaluation wrote into a folder (one time stamp), and its model.
+
+    `model` is None when no results file of the evaluation records it (e.g. it was deleted).
     """
-    by_stamp = {(r.path.parent, r.stamp): _recorded_model(payloads.get(r.path)) for r in results}
-    models: dict[tuple[str, str], str] = {}
-    for f in samples:
-        model = by_stamp.get((f.path.parent, f.stamp))
-        if model is not None:
-            models.setdefault(model, f.path.name)
+
+    samples: tuple[OutputFile, ...]
+    results: OutputFile | None
+    model: tuple[str, str] | None  # (model, model_args as JSON)
+    label: str | None
+
+    def describe(self) -> str:
+        """`file (model, date)` of the evaluation, for listings."""
+        first = self.samples[0]
+        more = f" +{len(self.samples) - 1} more" if len(self.samples) > 1 else ""
+        return f"{first.path.name}{more} ({self.label or 'model not recorded'}, {when(first.time)})"
+
+
+def _evaluations(
+    samples: Iterable[OutputFile], results: Sequence[OutputFile], payloads: Mapping
+) -> dict[tuple[Path, str], Evaluation]:
+    by_stamp = {(r.path.parent, r.stamp): r for r in results}
+    grouped: dict[tuple[Path, str], list[OutputFile]] = {}
+    for f in oldest_first(samples):
+        grouped.setdefault((f.path.parent, f.stamp), []).append(f)
+    found = {}
+    for key, files in grouped.items():
+        result = by_stamp.get(key)
+        config = recorded_config(payloads.get(result.path)) if result is not None else None
+        model = None
+        if config is not None:
+            model = (str(config.get("model")), json.dumps(config.get("model_args"), sort_keys=True))
+        label = run_label(config) if config is not None else None
+        found[key] = Evaluation(tuple(files), result, model, label)
+    return found
+
+
+def _one_run(
+    path: Path,
+    every: Sequence[OutputFile],
+    chosen: Iterable[OutputFile],
+    results: Sequence[OutputFile],
+    payloads: Mapping,
+) -> None:
+    """Refuse a folder whose samples cannot be told to be one model's run.
+
+    Reruns of some tasks by the same model are combined (each task's newest samples), but
+    lmms-eval writes the runs of every model without model_args into the output folder
+    itself, and samples whose results file is gone name no model: combining those could pool
+    the replies of different models into one figure.
+    """
+    evaluations = _evaluations(every, results, payloads)
+    models = {e.model for e in evaluations.values() if e.model is not None}
+    listed = "; ".join(e.describe() for e in evaluations.values())
     if len(models) > 1:
-        shown = ", ".join(f"{name}: {model} {args}" for (model, args), name in models.items())
         raise AmbiguousRunError(
-            f"{path}: its newest samples per task come from runs of different models ({shown}); "
-            "keep each model's run in its own --output_path, or point at one samples file"
+            f"{path}: holds runs of different models ({listed}); pass the results file of the "
+            "one to use (its samples are read with it), or keep each model's run in its own "
+            "--output_path"
+        )
+    used = {(f.path.parent, f.stamp) for f in chosen}
+    unknown = [evaluations[k] for k in used if evaluations[k].model is None]
+    if len(used) > 1 and unknown:
+        raise AmbiguousRunError(
+            f"{path}: would combine the samples of {len(used)} evaluations, and "
+            f"{len(unknown)} of them have no results file to say which model wrote them "
+            f"({listed}); pass one samples file, or restore the results files"
         )
 
 
@@ -282,7 +365,7 @@ def _files_of(path: Path, folder: Path, found: Sequence[Found]) -> RunFiles:
     timed = _timed(found, dates)
     results = tuple(oldest_first(timed["results"]))
     samples = tuple(newest(timed["samples"]).values())
-    _one_model(path, samples, results, payloads)
+    _one_run(path, timed["samples"], samples, results, payloads)
     return RunFiles(
         path=path,
         folder=folder,
@@ -293,6 +376,19 @@ def _files_of(path: Path, folder: Path, found: Sequence[Found]) -> RunFiles:
         results_payloads=payloads,
         harness=harness,
     )
+
+
+def same_evaluation(named: Found, kind: str) -> list[Found]:
+    """The files of a kind the same harness wrote beside a file in the same evaluation."""
+    stamp = named.match.group("stamp")
+    return [
+        other
+        for other in map(name_match, named.path.parent.iterdir())
+        if other is not None
+        and other.kind == kind
+        and other.harness == named.harness
+        and other.match.group("stamp") == stamp
+    ]
 
 
 def first_row(path: str | Path) -> object:
@@ -316,17 +412,10 @@ def find_outputs(path: str | Path) -> RunFiles:
     named = name_match(path)
     if named is not None:
         found = [named]
-        if named.kind == "results":  # its evaluation's samples, written beside it
-            stamp = named.match.group("stamp")
-            for sibling in path.parent.iterdir():
-                other = name_match(sibling)
-                if (
-                    other is not None
-                    and other.kind == "samples"
-                    and other.harness == named.harness
-                    and other.match.group("stamp") == stamp
-                ):
-                    found.append(other)
+        # A results file comes with its evaluation's samples, written beside it; a samples
+        # file with its results file, which records the model and settings of its run.
+        wanted = {"results": "samples", "samples": "results"}.get(named.kind)
+        found += same_evaluation(named, wanted) if wanted else []
         return _files_of(path, path.parent, found)
     if path.suffix == ".jsonl":  # samples under another name: the task comes from the docs
         harness = HARNESS_LMMS_EVAL if is_lmms_row(first_row(path)) else HARNESS_LM_EVAL
@@ -369,3 +458,52 @@ def recorded_manifests(files: RunFiles, samples: OutputFile) -> dict[str, Mappin
         for task, metadata in recorded_metadata(files, samples).items()
         if isinstance(metadata.get("aqua_manifest"), Mapping)
     }
+
+
+def _json_or_none(path: Path) -> object:
+    try:
+        return read_json(path)
+    except RunError:  # e.g. JSON Lines under a .json name: read (and reported) as samples
+        return None
+
+
+def _is_results_payload(payload: object) -> bool:
+    return isinstance(payload, Mapping) and "results" in payload and "configs" in payload
+
+
+def _shown(paths: Sequence[Path]) -> str:
+    more = " …" if len(paths) > SHOWN_FILES else ""
+    return ", ".join(p.name for p in paths[:SHOWN_FILES]) + more
+
+
+def samples_file_of(path: str | Path) -> Path:
+    """The one samples file a path names: itself, or the only one of a run folder.
+
+    A results file or a folder of several tasks' samples is refused with the files to pass
+    instead (read as samples, a results file would be "malformed JSON").
+    """
+    path = Path(path)
+    if not path.exists():
+        raise RunError(f"{path}: no such file or directory")
+    if path.is_dir():
+        samples = [f.path for f in find_outputs(path).samples]
+        if len(samples) == 1:
+            return samples[0]
+        if not samples:
+            raise RunError(f"{path}: holds no samples files (written with --log_samples)")
+        raise RunError(
+            f"{path}: holds the samples of {len(samples)} tasks ({_shown(samples)}); pass one of "
+            "these files"
+        )
+    named = name_match(path)
+    if named is None or named.kind != "results":
+        if path.suffix != ".json" or not _is_results_payload(_json_or_none(path)):
+            return path
+        siblings: list[Path] = []
+    else:
+        siblings = sorted(f.path for f in same_evaluation(named, "samples"))
+    beside = f" (beside it: {_shown(siblings)})" if siblings else ""
+    raise RunError(
+        f"{path}: is a results file, not samples; pass its evaluation's samples file{beside} "
+        "or the run folder"
+    )

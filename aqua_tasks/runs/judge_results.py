@@ -8,12 +8,12 @@ a run folder may hold several passes of the same task and filter, of which the n
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aqua_tasks.runs.discovery import RunError, find_outputs, iter_jsonl
+from aqua_tasks.runs.discovery import RunError, find_outputs, iter_jsonl, name_match
 
 ROW_FIELDS = ("task", "filter", "index", "inputs", "orca", "expected_unit")
 
@@ -74,6 +74,18 @@ def find_judge_results(run: str | Path) -> dict[tuple[str, str], JudgeResults]:
         return {}
     found = {(r.task, r.filter): r for r in map(read_judge_results, _judge_paths(run))}
     return dict(sorted(found.items(), key=lambda kv: kv[0]))
+
+
+def judge_files_beside(path: str | Path, tasks: Iterable[str]) -> list[Path]:
+    """The per-item judge results of these tasks in the folder of a run's file."""
+    prefixes = tuple(f"{task}_" for task in tasks)
+    return sorted(
+        p
+        for p in Path(path).parent.glob("orca_*.jsonl")
+        if (found := name_match(p)) is not None
+        and found.kind == "judge"
+        and found.match.group("name").startswith(prefixes)
+    )
 
 
 def _judge_paths(run: str | Path) -> list[Path]:

@@ -8,12 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from aqua_tasks.core.data import AquaItem
-from aqua_tasks.core.docs import audio_enabled
+from aqua_tasks.core.docs import audio_enabled, doc_audio
 from aqua_tasks.core.manifest import MANIFEST_FIELDS
-from aqua_tasks.runs.discovery import RunError, RunFiles
-
-# Model arguments that name the model itself, in the order they are preferred for a label.
-NAME_ARGS: tuple[str, ...] = ("pretrained", "model", "model_name", "engine")
+from aqua_tasks.runs.discovery import (
+    HARNESS_LM_EVAL,
+    RunError,
+    RunFiles,
+    evaluation_results,
+    recorded_config,
+    recorded_metadata,
+    run_label,
+    when,
+)
 
 
 @dataclass(frozen=True)
@@ -67,31 +73,36 @@ def item_manifest(doc: Mapping, recorded: Mapping | None = None) -> dict[str, st
     return {k: doc[k] if k in doc else recorded.get(k) for k in MANIFEST_FIELDS}
 
 
-def _args_dict(model_args: object) -> dict[str, str]:
-    if isinstance(model_args, Mapping):
-        return {str(k): str(v) for k, v in model_args.items()}
-    if isinstance(model_args, str) and model_args.strip():
-        pairs = (part.partition("=") for part in model_args.split(","))
-        return {k.strip(): v.strip() for k, _, v in pairs if k.strip()}
-    return {}
+@dataclass(frozen=True)
+class RunSource:
+    """Where a task's items were read: the file, the model its evaluation records, and when.
 
+    `model` is None when nothing records it (the authors' format, samples without their
+    results file); `dated_by` says where the date comes from ("recorded", "file name", "mtime").
+    """
 
-def _short_path(value: str) -> str:
-    # Local checkpoints and reply folders are named by their last part; hub ids are kept whole.
-    return Path(value.rstrip("/")).name if value.startswith(("/", ".", "~")) else value
+    task: str
+    file: Path
+    model: str | None
+    date: str
+    dated_by: str
+    results: Path | None = None
 
+    def describe(self) -> str:
+        """`file (model, date)` on one line."""
+        model = self.model or "model not recorded"
+        return f"{self.file.name} ({model}, {self.date}, {self.dated_by})"
 
-def run_label(config: Mapping) -> str:
-    """A readable model label from an lm-eval results `config` (model and model_args)."""
-    model = str(config.get("model") or "model")
-    args = _args_dict(config.get("model_args"))
-    for key in NAME_ARGS:
-        if args.get(key):
-            return _short_path(args[key])
-    if not args:
-        return model
-    shown = ", ".join(f"{k}={_short_path(v)}" for k, v in sorted(args.items()))
-    return f"{model} ({shown})"
+    def as_record(self) -> dict[str, str | None]:
+        """The source as JSON-ready fields."""
+        return {
+            "task": self.task,
+            "file": str(self.file),
+            "model": self.model,
+            "date": self.date,
+            "dated_by": self.dated_by,
+            "results": str(self.results) if self.results is not None else None,
+        }
 
 
 @dataclass(frozen=True)
@@ -129,14 +140,57 @@ class Run:
         config = self.results.get("config")
         return run_label(config) if isinstance(config, Mapping) else self.path.name
 
+    def sources(self) -> list[RunSource]:
+        """Per task and file, the run its items come from (file, model, date), in reading order."""
+        tasks: dict[Path, list[str]] = {}
+        for item in self.items:
+            if item.file is not None and item.task not in tasks.setdefault(item.file, []):
+                tasks[item.file].append(item.task)
+        found = []
+        for samples in self.files.samples:
+            result = evaluation_results(self.files, samples)
+            payload = self.files.results_payloads.get(result.path) if result is not None else None
+            config = recorded_config(payload)
+            for task in tasks.get(samples.path, []):
+                found.append(
+                    RunSource(
+                        task,
+                        samples.path,
+                        run_label(config) if config is not None else None,
+                        when(samples.time),
+                        samples.time_from,
+                        result.path if result is not None else None,
+                    )
+                )
+        for path in self.files.authors:
+            for task in tasks.get(path, []):
+                found.append(RunSource(task, path, None, when(path.stat().st_mtime), "mtime"))
+        return found
+
     def task_metadata(self) -> dict[str, Mapping[str, Any]]:
         """Per task, the `metadata` its config recorded in the results."""
         configs = self.results.get("configs") or {}
         return {task: (cfg or {}).get("metadata") or {} for task, cfg in configs.items()}
 
-    def audio(self) -> dict[str, bool]:
-        """Per task recorded in the results, whether the run fed audio."""
-        return {task: audio_enabled(meta) for task, meta in self.task_metadata().items()}
+    def audio_modes(self) -> dict[str, bool | None]:
+        """Per AQUA task, whether the run fed audio; None where nothing it holds says so.
+
+        The results file of the task's own evaluation records it; without one, lm-eval's
+        docs do (a text-only run logs `TEXT_ONLY_AUDIO_ERROR`). lmms-eval rows (docs rebuilt
+        from the data) and the authors' format record nothing.
+        """
+        recorded = {f.path: recorded_metadata(self.files, f) for f in self.files.samples}
+        modes: dict[str, set[bool | None]] = {}
+        for item in self.aqua_items:
+            metadata = recorded.get(item.file, {}).get(item.task) if item.file else None
+            if metadata is not None:
+                mode = audio_enabled(metadata)
+            elif self.harness == HARNESS_LM_EVAL:
+                mode = doc_audio(item.doc)
+            else:
+                mode = None
+            modes.setdefault(item.task, set()).add(mode)
+        return {task: found.pop() if len(found) == 1 else None for task, found in modes.items()}
 
 
 def require_aqua_items(run: Run) -> list[RunItem]:

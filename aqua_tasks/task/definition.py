@@ -9,7 +9,13 @@ import datasets
 
 from aqua_tasks.audio.clips import AudioFileError, AudioRoots, LazyAudio, probe_audio, resolve_audio
 from aqua_tasks.core.data import check_track, check_variant, load_items, track_file
-from aqua_tasks.core.docs import audio_enabled, clip_indices, doc_to_item, item_to_doc
+from aqua_tasks.core.docs import (
+    TEXT_ONLY_AUDIO_ERROR,
+    audio_enabled,
+    clip_indices,
+    doc_to_item,
+    item_to_doc,
+)
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, get_extractor_name
 from aqua_tasks.core.manifest import DOC_FIELDS, run_manifest
 from aqua_tasks.core.prompts import check_prompt_style, render_prompt
@@ -65,7 +71,7 @@ def build_docs(
     docs = []
     for item in items:
         if not with_audio:
-            audio_path, audio_error = "", "text-only run: no audio"
+            audio_path, audio_error = "", TEXT_ONLY_AUDIO_ERROR
         else:
             try:
                 audio_path = str(resolve_audio(track, item.audio_filename, roots))

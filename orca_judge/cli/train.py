@@ -219,6 +219,13 @@ def main(argv: list[str] | None = None) -> int:
     from orca_judge.training.curriculum import train_curriculum
 
     args = build_parser().parse_args(argv)
+    # Checked here: 1.5 (or nan) would otherwise surface later as "dev set is empty".
+    if not 0 <= args.heldout_fraction < 1:
+        return fail(
+            PROG,
+            "--heldout-fraction: expected a share of the dev questions with 0 <= "
+            f"--heldout-fraction < 1, got {args.heldout_fraction!r}",
+        )
     try:
         stages, heldout, heldout_source = _load_stages(args)
         results = train_curriculum(

@@ -250,3 +250,13 @@ def test_paired_bootstrap_mean_resamples_items_or_whole_clips():
     assert same.delta == 0.0 and same.p_value == 1.0
     with pytest.raises(ValueError, match="finite"):
         paired_bootstrap_mean([math.nan], [0.5])
+
+
+def test_a_judged_run_given_as_one_of_its_files_is_refused_naming_its_folder(runs, capsys):
+    # Its judge results are named by their own time, not the evaluation's: read from one file,
+    # the gate would pass the run without comparing its judge scores.
+    (samples,) = runs["base"].rglob("samples_*.jsonl")
+    code, _, err = regress(capsys, samples, samples)
+    assert code == 2 and err.count("\n") == 1
+    assert "its folder holds ORCA judge results of this run (orca_orca_human_" in err
+    assert f"pass the run folder ({samples.parent}) so that its judge scores are compared" in err

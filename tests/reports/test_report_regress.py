@@ -428,7 +428,7 @@ def _edit_manifest(run: Path, dest: Path, field: str, value: str) -> Path:
     return dest
 
 
-def test_a_run_records_its_manifest_once_and_each_item_reads_it_from_the_results(runs):
+def test_a_run_records_its_manifest_once_and_each_item_reads_it_from_the_results(runs, tmp_path):
     manifest = _recorded_manifest(runs["base"])
     assert set(manifest) == set(MANIFEST_FIELDS) and len(manifest["data_sha256"]) == 64
     (samples,) = runs["base"].rglob("samples_aqua_animal_*.jsonl")
@@ -436,8 +436,11 @@ def test_a_run_records_its_manifest_once_and_each_item_reads_it_from_the_results
     assert {k for d in docs for k in d} & set(MANIFEST_FIELDS) == set(DOC_FIELDS)
     items = read_run(runs["base"]).aqua_items
     assert len(items) == LIMIT and all(i.manifest == manifest for i in items)
-    # Read alone, a samples file says which fields it cannot know rather than guessing them.
-    alone = read_run(samples).aqua_items
+    # Given alone, a samples file reads its results file beside it, like its folder does.
+    assert read_run(samples).aqua_items == items
+    # Without it, it says which fields it cannot know rather than guessing them.
+    shutil.copy(samples, tmp_path / samples.name)
+    alone = read_run(tmp_path / samples.name).aqua_items
     unknown = set(MANIFEST_FIELDS) - set(DOC_FIELDS)
     for item in alone:
         assert {k for k, v in item.manifest.items() if v is None} == unknown

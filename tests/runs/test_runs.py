@@ -226,3 +226,93 @@ def test_malformed_lines_name_file_and_line(tmp_path):
     path.write_text('{"doc_id": 0, "doc": {"track": "animal", "options": []}}\n')
     with pytest.raises(runs.RunError, match=r"jsonl:1: malformed AQUA doc \(no field 'id'\)"):
         read_samples_file(path)
+
+
+# --- provenance: which run every figure comes from ---------------------------------------
+
+
+def _with_model(run: Path, stamp: str, model: str) -> None:
+    path = run / f"results_{stamp}.json"
+    results = json.loads(path.read_text())
+    results["config"]["model"] = model
+    path.write_text(json.dumps(results))
+
+
+def _samples_without_results(folder: Path, task: str, stamp: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    source = LEGACY / f"samples_{task}_{LEGACY_STAMP}.jsonl"
+    return Path(shutil.copy(source, folder / source.name.replace(LEGACY_STAMP, stamp)))
+
+
+def test_samples_of_evaluations_whose_model_is_not_recorded_are_never_combined(capsys, tmp_path):
+    run = tmp_path / "run"
+    # Two models' samples whose results files are gone: nothing says they are one model's run.
+    _samples_without_results(run, "aqua_animal", "2026-12-01T10-00-00.000000")
+    _samples_without_results(run, "aqua_vocal", "2026-12-02T10-00-00.000000")
+    for main, args in (
+        (aqua_score, [str(run)]),
+        (cli_report.main, [str(run), "--out", str(tmp_path / "r"), "--no-chart"]),
+        (cli_regress.main, ["--baseline", str(run), "--candidate", str(run)]),
+    ):
+        err = fail(capsys, main, args)
+        assert err.count("\n") == 1 and "would combine the samples of 2 evaluations" in err
+        assert "samples_aqua_animal_2026-12-01T10-00-00.000000.jsonl (model not recorded" in err
+        assert "pass one samples file, or restore the results files" in err
+    # The samples of one evaluation (one time stamp) are one run, its model unknown.
+    one = tmp_path / "one"
+    for task in ("aqua_animal", "aqua_vocal"):
+        _samples_without_results(one, task, LEGACY_STAMP)
+    scored = score_json(capsys, str(one))
+    assert sorted(scored["results"]) == ["aqua", "aqua_animal", "aqua_vocal"]
+    assert {s["model"] for rows in scored["sources"].values() for s in rows} == {None}
+
+
+def test_runs_of_one_task_by_two_models_in_one_folder_are_refused_listing_both(capsys, tmp_path):
+    run = tmp_path / "run"
+    older, newer = "2026-12-01T10-00-00.000000", "2026-12-02T10-00-00.000000"
+    evaluation(run, older, 1796100000.0)
+    evaluation(run, newer, 1796200000.0, right_answer)
+    _with_model(run, newer, "aqua-always-reject")
+    err = fail(capsys, aqua_score, [str(run)])
+    assert err.count("\n") == 1 and "holds runs of different models" in err
+    date = runs.when(1796100000.0)
+    assert f"samples_aqua_animal_{older}.jsonl +2 more (aqua-first-option, {date})" in err
+    assert "(aqua-always-reject, " in err and "pass the results file of the one to use" in err
+    # Choosing one by its results file scores that run, and the output says which it is.
+    scored = score_json(capsys, str(run / f"results_{older}.json"))
+    assert {t: m["acc"] for t, m in scored["results"].items()} != dict.fromkeys(scored, 1.0)
+    (source,) = scored["sources"]["aqua_animal"]
+    assert source == {
+        "task": "aqua_animal",
+        "file": str(run / f"samples_aqua_animal_{older}.jsonl"),
+        "model": "aqua-first-option",
+        "date": date,
+        "dated_by": "recorded",
+        "results": str(run / f"results_{older}.json"),
+    }
+
+
+def test_every_command_names_the_file_model_and_date_of_each_tasks_figures(capsys, tmp_path):
+    run = tmp_path / "run"
+    # A rerun of every task by the same model: the newer evaluation is the one read.
+    evaluation(run, "2026-12-01T10-00-00.000000", 1796100000.0)
+    evaluation(run, "2026-12-02T10-00-00.000000", 1796200000.0, right_answer)
+    newer = "samples_aqua_animal_2026-12-02T10-00-00.000000.jsonl (aqua-first-option, "
+    line = f"{newer}{runs.when(1796200000.0)}, recorded)"
+    assert aqua_score([str(run), "--n-boot", "20", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert f"aqua_animal: from {line}; extractor aqua-rules" in out
+    assert "aqua: pools aqua_animal, aqua_music, aqua_vocal;" in out
+    pooled = score_json(capsys, str(run))["sources"]["aqua"]
+    assert [s["task"] for s in pooled] == ["aqua_animal", "aqua_music", "aqua_vocal"]
+    report = ["--out", str(tmp_path / "r"), "--no-chart", "--json", "--n-boot", "20"]
+    assert cli_report.main([str(run), *report]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert f"aqua_animal from {line}" in payload["sources"][0]
+    assert payload["read_from"][0]["tasks"][0]["date"] == runs.when(1796200000.0)
+    regress = ["--baseline", str(run), "--candidate", str(run), "--n-boot", "20"]
+    assert cli_regress.main([*regress, "--json", "--no-progress"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert [s["model"] for s in payload["baseline"]["sources"]] == ["aqua-first-option"] * 3
+    assert cli_regress.main([*regress, "--no-progress"]) == 0
+    assert f"  - aqua_animal: `{line}`" in capsys.readouterr().out
