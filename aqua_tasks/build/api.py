@@ -29,6 +29,7 @@ class GeneratorSettings:
     max_attempts: int = 3
     temperature: float = 0.0
     timeout: float = 60.0
+    concurrency: int = 4  # requests in flight at once (openai; a local hf model takes one)
     extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. the HTTP retry policy
 
 
@@ -52,7 +53,8 @@ def make_generator(name: str, settings: GeneratorSettings, bank: Bank) -> IaqdGe
     else:
         expected = ", ".join(GENERATORS)
         raise BuildError(f"unknown IAQD generator {name!r}; expected one of {expected}")
-    return ChatGenerator(name, backend, settings.cache_dir, settings.max_attempts)
+    concurrency = settings.concurrency if name == "openai" else 1
+    return ChatGenerator(name, backend, settings.cache_dir, settings.max_attempts, concurrency)
 
 
 def build_items(

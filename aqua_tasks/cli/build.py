@@ -86,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=3,
         help="replies asked per item before the template stands in (default: 3)",
     )
+    iaqd.add_argument(
+        "--concurrency",
+        type=int,
+        default=4,
+        help="requests in flight at once to the --iaqd openai endpoint; the output is the "
+        "same at any value (default: 4)",
+    )
     layout = parser.add_argument_group("layout")
     layout.add_argument(
         "--iasd-options",
@@ -107,8 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = args.name or (MMAU_OUTPUT if args.source == "mmau" else None)
     if name is None:
         return fail(PROG, f"--source {args.source} needs --name (the output file name)")
-    if args.limit is not None and args.limit < 1:
-        return fail(PROG, f"--limit {args.limit}: expected 1 or more")
+    for flag, value in (("--limit", args.limit), ("--concurrency", args.concurrency)):
+        if value is not None and value < 1:
+            return fail(PROG, f"{flag} {value}: expected 1 or more")
     try:
         fields = FieldMap(
             args.id_field,
@@ -128,6 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 model=args.model,
                 cache_dir=args.cache_dir,
                 max_attempts=args.max_attempts,
+                concurrency=args.concurrency,
             ),
         }
         if args.source == "hf":

@@ -1,4 +1,5 @@
-"""Build a tiny, randomly initialised Qwen2-Audio (or Qwen2.5-Omni thinker), offline.
+"""Build a tiny, randomly initialised Qwen2-Audio (or Qwen2.5-Omni thinker, or Qwen2 chat
+model), offline.
 
 The architecture, processor, audio special tokens and chat template are the real ones; the
 weights are noise. Tests and the GPU check run `aqua-audiolm` end to end with it where no
@@ -6,6 +7,7 @@ checkpoint can be downloaded:
 
     python -m aqua_tasks.cli.tiny_audio_lm OUT_DIR
     python -m aqua_tasks.cli.tiny_audio_lm OUT_DIR --omni   # a Qwen2.5-Omni thinker
+    python -m aqua_tasks.cli.tiny_audio_lm OUT_DIR --chat   # text chat (aqua-build --iaqd hf)
 """
 
 from __future__ import annotations
@@ -210,4 +212,45 @@ def build_tiny_omni_thinker(out_dir: str | Path, seed: int = 0) -> Path:
     WhisperFeatureExtractor(feature_size=NUM_MEL_BINS, sampling_rate=16000).save_pretrained(out)
     # Where a Qwen2.5-Omni checkpoint keeps its processor's chat template.
     (out / "chat_template.jinja").write_text(OMNI_CHAT_TEMPLATE, encoding="utf-8")
+    return out
+
+
+# Qwen2's ChatML format for text chats (what `aqua-build --iaqd hf` sends a local model).
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def build_tiny_chat_lm(out_dir: str | Path, seed: int = 0) -> Path:
+    """Save a tiny random text-only Qwen2 chat model with its tokenizer and ChatML template."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = build_tokenizer()
+    tokenizer.chat_template = CHATML_TEMPLATE
+    eos_id = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        eos_token_id=eos_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(config).eval()
+    model.generation_config.eos_token_id = eos_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.do_sample = False
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
     return out

@@ -8,6 +8,7 @@ released tracks under `aqua_*`, and reported with the published MMAU rows.
 from __future__ import annotations
 
 import contextlib
+import csv
 import hashlib
 import io
 import json
@@ -27,6 +28,7 @@ from aqua_tasks.cli import eval as cli_eval
 from aqua_tasks.cli import regress as cli_regress
 from aqua_tasks.cli import report as cli_report
 from aqua_tasks.core.data import TRACK_FILE_STEMS, AquaDataError
+from aqua_tasks.reports.run_metrics import load_run_metrics
 from aqua_tasks.task.definition import build_docs
 
 pytestmark = pytest.mark.slow
@@ -282,3 +284,30 @@ def test_audio_paths_escaping_the_root_are_refused(tmp_path, entries, mmau_audio
         build_docs("mmau", data_dir=str(tmp_path), settings={"mmau_audio_root": str(mmau_audio)})
     # Text-only, no clip is opened: the docs are built.
     assert len(build_docs("mmau", data_dir=str(tmp_path), settings={"audio": False})) == 48
+
+
+def test_report_all_pools_the_released_tracks_only_and_says_so(runs, tmp_path):
+    # The run pools four tracks in lm-eval's own `aqua` row (and names them); the report's
+    # All is the released three in every row, so a run without MMAU reads the same.
+    results = results_of(runs["four"])
+    assert metrics(results, "aqua")["n_solvable"] == 8  # 2 clips (--limit 8) × 4 tracks
+    released = ("aqua_animal", "aqua_music", "aqua_vocal")
+    from_samples = load_run_metrics(runs["four"])
+    from_results = load_run_metrics(max(runs["four"].rglob("results_*.json")))
+    for run in (from_samples, from_results):
+        pooled = run.tasks["aqua"]
+        assert pooled["n_solvable"] == 6 == sum(run.tasks[t]["n_solvable"] for t in released)
+        correct = sum(run.tasks[t]["acc"] * run.tasks[t]["n_solvable"] for t in released)
+        assert pooled["acc"] == pytest.approx(correct / 6)
+        assert pooled["n_ca_aad"] == sum(run.tasks[t]["n_ca_aad"] for t in released)
+        assert (
+            "All (aqua) pools the released tracks only (animal+music+vocal); "
+            "aqua_mmau has its own columns"
+        ) in run.notes
+    code = cli_report.main([str(runs["four"]), "--out", str(tmp_path), "--no-chart"])
+    assert code == 0
+    markdown = (tmp_path / "table.md").read_text()
+    assert "A built track (MMAU) is never in All" in markdown
+    assert "aqua_mmau has its own columns" in markdown  # in the run's source line
+    row = next(r for r in csv.DictReader(io.StringIO((tmp_path / "table.csv").read_text())))
+    assert row["all_ori_n"] == "6" and row["mmau_ori_n"] == "2"
