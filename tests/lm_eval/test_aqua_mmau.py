@@ -123,6 +123,9 @@ def runs(
         "first": aqua_eval(
             root / "first", text_only, "--model", "aqua-first-option", "--tasks", "aqua_mmau"
         ),
+        "reject": aqua_eval(
+            root / "reject-text", text_only, "--model", "aqua-always-reject", "--tasks", "aqua_mmau"
+        ),
         "reject_audio": aqua_eval(
             root / "reject", with_audio, "--model", "aqua-always-reject", "--tasks", "aqua_mmau"
         ),
@@ -311,3 +314,27 @@ def test_report_all_pools_the_released_tracks_only_and_says_so(runs, tmp_path):
     assert "aqua_mmau has its own columns" in markdown  # in the run's source line
     row = next(r for r in csv.DictReader(io.StringIO((tmp_path / "table.csv").read_text())))
     assert row["all_ori_n"] == "6" and row["mmau_ori_n"] == "2"
+
+
+def test_regress_gate_flags_another_models_mmau_run_as_a_regression_with_its_figures(runs, capsys):
+    argv = ["--baseline", str(runs["first"]), "--candidate", str(runs["reject"])]
+    code = cli_regress.main([*argv, "--no-progress", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and report["status"] == "regression"
+    by_metric = {c["metric"]: c for c in report["comparisons"] if c["task"] == "aqua_mmau"}
+    ori = by_metric["acc"]
+    # Option (a) is right on 10 of the 12 Solvable items, the last option on none of them.
+    assert (ori["baseline"], ori["candidate"]) == (pytest.approx(10 / 12), 0.0)
+    assert ori["delta_points"] == pytest.approx(-250 / 3) and ori["n"] == 12
+    assert (ori["lost"], ori["gained"]) == (10, 0)
+    assert ori["p_value"] == pytest.approx(2 * 0.5**10)  # exact McNemar, 10 discordant items
+    assert ori["p_holm"] == pytest.approx(5 * 2 * 0.5**10)  # Holm: 5 tested, 3 CAs untested
+    assert ori["regression"] is True
+    assert [m for m, c in by_metric.items() if c["regression"]] == ["acc"]
+    # CA of a run that answers no Solvable item right is over no clip: never tested.
+    assert by_metric["ca_aad"]["candidate"] is None
+    assert by_metric["ca_aad"]["note"] == "untested: < 10 clips"
+    # The other way round it is an improvement, and the gate passes.
+    back = ["--baseline", str(runs["reject"]), "--candidate", str(runs["first"])]
+    assert cli_regress.main([*back, "--no-progress", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "ok"
