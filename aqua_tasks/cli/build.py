@@ -93,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="requests in flight at once to the --iaqd openai endpoint; the output is the "
         "same at any value (default: 4)",
     )
+    iaqd.add_argument(
+        "--max-tokens",
+        type=int,
+        help="longest reply the model may write, in tokens (openai max_tokens, hf "
+        "max_new_tokens; default: 400)",
+    )
     layout = parser.add_argument_group("layout")
     layout.add_argument(
         "--iasd-options",
@@ -114,7 +120,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = args.name or (MMAU_OUTPUT if args.source == "mmau" else None)
     if name is None:
         return fail(PROG, f"--source {args.source} needs --name (the output file name)")
-    for flag, value in (("--limit", args.limit), ("--concurrency", args.concurrency)):
+    numbers = (
+        ("--limit", args.limit),
+        ("--concurrency", args.concurrency),
+        ("--max-tokens", args.max_tokens),
+    )
+    for flag, value in numbers:
         if value is not None and value < 1:
             return fail(PROG, f"{flag} {value}: expected 1 or more")
     try:
@@ -137,6 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cache_dir=args.cache_dir,
                 max_attempts=args.max_attempts,
                 concurrency=args.concurrency,
+                max_tokens=args.max_tokens,
             ),
         }
         if args.source == "hf":
