@@ -65,6 +65,23 @@ def build_processor():
     return Qwen2AudioProcessor(feature_extractor=features, tokenizer=build_tokenizer())
 
 
+def qwen2_text_config(tokenizer) -> dict:
+    """A tiny Qwen2 language model's settings (the audio LM's text part, the chat model)."""
+    pad_id = tokenizer.pad_token_id
+    return {
+        "vocab_size": len(tokenizer),
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 4096,
+        "eos_token_id": tokenizer.convert_tokens_to_ids("<|im_end|>"),
+        "pad_token_id": pad_id,
+        "bos_token_id": pad_id,
+    }
+
+
 def build_model(tokenizer, seed: int = 0):
     """A randomly initialised Qwen2AudioForConditionalGeneration a few MB in size."""
     import torch
@@ -82,19 +99,7 @@ def build_model(tokenizer, seed: int = 0):
             "encoder_ffn_dim": 64,
             "max_source_positions": 1500,
         },
-        text_config={
-            "model_type": "qwen2",
-            "vocab_size": len(tokenizer),
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "max_position_embeddings": 4096,
-            "eos_token_id": eos_id,
-            "pad_token_id": pad_id,
-            "bos_token_id": pad_id,
-        },
+        text_config={"model_type": "qwen2", **qwen2_text_config(tokenizer)},
         audio_token_index=tokenizer.convert_tokens_to_ids(AUDIO_TOKENS[1]),
     )
     torch.manual_seed(seed)
@@ -166,22 +171,13 @@ def build_omni_thinker(tokenizer, seed: int = 0):
             "fullatt_block_indexes": [0],
         },
         text_config={
-            "vocab_size": len(tokenizer),
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "max_position_embeddings": 4096,
+            **qwen2_text_config(tokenizer),
             # Multimodal RoPE: sections sum to half the head size (8 / 2).
             "rope_parameters": {
                 "rope_type": "default",
                 "rope_theta": 10000.0,
                 "mrope_section": [2, 1, 1],
             },
-            "eos_token_id": eos_id,
-            "pad_token_id": pad_id,
-            "bos_token_id": pad_id,
         },
         audio_token_index=audio,
         audio_start_token_id=bos,
@@ -233,22 +229,10 @@ def build_tiny_chat_lm(out_dir: str | Path, seed: int = 0) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer()
     tokenizer.chat_template = CHATML_TEMPLATE
-    eos_id = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
-        eos_token_id=eos_id,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.pad_token_id,
-    )
+    settings = qwen2_text_config(tokenizer)
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(config).eval()
-    model.generation_config.eos_token_id = eos_id
+    model = Qwen2ForCausalLM(Qwen2Config(**settings)).eval()
+    model.generation_config.eos_token_id = settings["eos_token_id"]
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.do_sample = False
     model.save_pretrained(out)
