@@ -129,6 +129,12 @@ class HFChat:
     def __init__(self, model: str, *, max_new_tokens: int = 400, device: str = "cpu") -> None:
         if not model:
             raise BuildError("--iaqd hf needs --model (a local model folder)")
+        if not Path(model).is_dir():
+            # Checked here: transformers would read a missing folder as a Hub repository id.
+            raise BuildError(
+                f"--iaqd hf --model {model!r}: no such folder (a local chat model folder with "
+                "its config, weights and tokenizer; nothing is downloaded)"
+            )
         self.model_path, self.max_new_tokens, self.device = model, max_new_tokens, device
         self._loaded: tuple[Any, Any] | None = None
 

@@ -15,8 +15,10 @@ from aqua_tasks.build.api import (
     GeneratorSettings,
     build_items,
     file_source,
+    make_generator,
 )
 from aqua_tasks.build.builder import BuildConfig, manifest_path
+from aqua_tasks.build.categories import default_bank
 from aqua_tasks.build.source import (
     ANSWER_FORMATS,
     MMAU_FIELDS,
@@ -137,18 +139,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.answer_field,
             args.answer_format,
         )
+        settings = GeneratorSettings(
+            base_url=args.base_url,
+            model=args.model,
+            cache_dir=args.cache_dir,
+            max_attempts=args.max_attempts,
+            concurrency=args.concurrency,
+            max_tokens=args.max_tokens,
+        )
         options = {
-            "generator": args.iaqd,
+            # Made first: a generator's bad settings stop the run before any reading.
+            "generator": make_generator(args.iaqd, settings, default_bank()),
             "config": BuildConfig(
                 seed=args.seed, iasd_options=args.iasd_options, guidance=args.guidance
-            ),
-            "settings": GeneratorSettings(
-                base_url=args.base_url,
-                model=args.model,
-                cache_dir=args.cache_dir,
-                max_attempts=args.max_attempts,
-                concurrency=args.concurrency,
-                max_tokens=args.max_tokens,
             ),
         }
         if args.source == "hf":

@@ -99,3 +99,15 @@ def test_cli_hf_without_a_model_folder_is_a_one_line_error(tmp_path, capsys):
         "aqua-build: error: --iaqd hf needs --model (a local model folder)"
     )
     assert not manifest_path(tmp_path / MMAU_OUTPUT).exists()
+
+
+def test_cli_hf_with_a_missing_model_folder_stops_before_reading_anything(tmp_path, capsys):
+    folder = tmp_path / "no-such-model"
+    argv = ["--input", str(tmp_path / "absent.json"), "--output", str(tmp_path / "o")]
+    code = cli_build.main([*argv, "--iaqd", "hf", "--model", str(folder), "--no-progress"])
+    assert code == 2
+    # Not transformers' "Repo id must be in the form …", and before the (absent) input is read.
+    assert capsys.readouterr().err.strip() == (
+        f"aqua-build: error: --iaqd hf --model {str(folder)!r}: no such folder (a local chat "
+        "model folder with its config, weights and tokenizer; nothing is downloaded)"
+    )
