@@ -29,7 +29,13 @@ class GeneratorSettings:
     max_attempts: int = 3
     temperature: float = 0.0
     timeout: float = 60.0
+    concurrency: int = 4  # requests in flight at once (openai; a local hf model takes one)
+    max_tokens: int | None = None  # longest reply in tokens (None: the backend's default, 400)
     extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. the HTTP retry policy
+
+
+def _maybe(name: str, value: object) -> dict[str, object]:
+    return {} if value is None else {name: value}
 
 
 def make_generator(name: str, settings: GeneratorSettings, bank: Bank) -> IaqdGenerator:
@@ -45,14 +51,18 @@ def make_generator(name: str, settings: GeneratorSettings, bank: Bank) -> IaqdGe
             api_key=settings.api_key,
             temperature=settings.temperature,
             timeout=settings.timeout,
+            **_maybe("max_tokens", settings.max_tokens),
             **settings.extra,
         )
     elif name == "hf":
-        backend = HFChat(settings.model, **settings.extra)
+        backend = HFChat(
+            settings.model, **_maybe("max_new_tokens", settings.max_tokens), **settings.extra
+        )
     else:
         expected = ", ".join(GENERATORS)
         raise BuildError(f"unknown IAQD generator {name!r}; expected one of {expected}")
-    return ChatGenerator(name, backend, settings.cache_dir, settings.max_attempts)
+    concurrency = settings.concurrency if name == "openai" else 1
+    return ChatGenerator(name, backend, settings.cache_dir, settings.max_attempts, concurrency)
 
 
 def build_items(

@@ -22,7 +22,8 @@ import json
 import os
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,27 @@ class BuildResult:
     manifest: dict[str, Any]
 
 
+TALLIES = (
+    "skipped",
+    "repaired",
+    "noted",
+    "iaqd",
+    "iaqd_failures",
+    "iasd_categories",
+    "iaqd_attributes",
+)
+
+
+@dataclass
+class ClipResult:
+    """One source item built on its own: its entries (ids from 0) or why it was skipped."""
+
+    entries: list[dict[str, Any]]
+    tally: dict[str, Counter]
+    skipped: str | None = None
+    reasons: list[str] = field(default_factory=list)
+
+
 def _clip(
     item: SourceItem,
     prepared: Prepared,
@@ -149,7 +171,6 @@ def _clip(
     template: TemplateGenerator,
     bank: Bank,
     config: BuildConfig,
-    first_id: int,
     tally: dict[str, Counter],
 ) -> tuple[list[dict[str, Any]], list[str]]:
     rng = random.Random(f"{config.seed}|{item.id}")  # per clip: independent of every other
@@ -189,11 +210,11 @@ def _clip(
     stem = item.question.strip()
     absent, unanswerable = config.absent_option, config.unanswerable_option
     entries = [
-        _entry(first_id, "Solvable", None, stem, prepared.choices, prepared.answer, item, config),
-        _entry(first_id + 1, "AAD", "Standard", stem, [*kept, absent], absent, item, config),
-        _entry(first_id + 2, "IASD", category.name, stem, [*iasd, absent], absent, item, config),
+        _entry(0, "Solvable", None, stem, prepared.choices, prepared.answer, item, config),
+        _entry(1, "AAD", "Standard", stem, [*kept, absent], absent, item, config),
+        _entry(2, "IASD", category.name, stem, [*iasd, absent], absent, item, config),
         _entry(
-            first_id + 3,
+            3,
             "IAQD",
             draft.attribute,
             draft.question,
@@ -208,6 +229,41 @@ def _clip(
     return entries, notes
 
 
+def build_one(
+    item: SourceItem,
+    generator: IaqdGenerator,
+    template: TemplateGenerator,
+    bank: Bank,
+    config: BuildConfig,
+) -> ClipResult:
+    """One item's four entries (ids 0-3) and its counts, independent of every other item."""
+    tally: dict[str, Counter] = {k: Counter() for k in TALLIES}
+    try:
+        prepared = prepare(item)
+        entries, notes = _clip(item, prepared, generator, template, bank, config, tally)
+    except Skip as skip:
+        tally["skipped"][skip.reason] += 1
+        return ClipResult([], tally, skip.reason, [skip.reason])
+    tally["repaired"].update(prepared.repairs)
+    tally["noted"].update(notes)
+    return ClipResult(entries, tally, None, prepared.repairs + notes)
+
+
+def _in_order(
+    items: Sequence[SourceItem], one: Callable[[SourceItem], ClipResult], workers: int
+) -> Iterator[ClipResult]:
+    """Every item's result in source order, computed by up to `workers` threads."""
+    if workers == 1:
+        yield from map(one, items)
+        return
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aqua-build")
+    try:
+        yield from pool.map(one, items)
+    finally:
+        # On a fatal error or Ctrl-C, items not yet started are never sent.
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def build(
     items: Sequence[SourceItem],
     generator: IaqdGenerator,
@@ -217,39 +273,40 @@ def build(
     source: dict[str, Any] | None = None,
     on_item: Callable[[], None] | None = None,
 ) -> BuildResult:
-    """The four AQUA types of every buildable item, in source order, and the manifest."""
+    """The four AQUA types of every buildable item, in source order, and the manifest.
+
+    Items are built `generator.concurrency` at a time; each has its own seeded RNG and its
+    results are merged in source order, so the output is the same at any concurrency.
+    """
     config = config or BuildConfig()
+    concurrency = getattr(generator, "concurrency", 1)
+    if not isinstance(concurrency, int) or concurrency < 1:
+        raise BuildError(f"concurrency={concurrency!r}: expected an integer, 1 or more")
     template = generator if isinstance(generator, TemplateGenerator) else TemplateGenerator(bank)
-    tally: dict[str, Counter] = {
-        k: Counter()
-        for k in (
-            "skipped",
-            "repaired",
-            "noted",
-            "iaqd",
-            "iaqd_failures",
-            "iasd_categories",
-            "iaqd_attributes",
-        )
-    }
+    tally: dict[str, Counter] = {k: Counter() for k in TALLIES}
     entries: list[dict[str, Any]] = []
     log = []
-    for item in items:
-        record = {"position": item.position, "source_id": item.id}
-        try:
-            prepared = prepare(item)
-            clip, notes = _clip(
-                item, prepared, generator, template, bank, config, len(entries), tally
+
+    def one(item: SourceItem) -> ClipResult:
+        return build_one(item, generator, template, bank, config)
+
+    for item, result in zip(items, _in_order(items, one, concurrency), strict=True):
+        first = len(entries)
+        for entry in result.entries:
+            entry["id"] += first
+        entries += result.entries
+        for name, counter in result.tally.items():
+            tally[name].update(counter)
+        if result.reasons:
+            action = "skipped" if result.skipped else "built"
+            log.append(
+                {
+                    "position": item.position,
+                    "source_id": item.id,
+                    "action": action,
+                    "reasons": result.reasons,
+                }
             )
-        except Skip as skip:
-            tally["skipped"][skip.reason] += 1
-            log.append({**record, "action": "skipped", "reasons": [skip.reason]})
-        else:
-            entries += clip
-            tally["repaired"].update(prepared.repairs)
-            tally["noted"].update(notes)
-            if prepared.repairs or notes:
-                log.append({**record, "action": "built", "reasons": prepared.repairs + notes})
         if on_item is not None:
             on_item()
     counts = {

@@ -63,6 +63,9 @@ class IaqdGenerator(Protocol):
     """Something that writes IAQD drafts."""
 
     name: str
+    # Items it may be asked about at once (threads; each clip has its own seeded RNG, so the
+    # output does not depend on it).
+    concurrency: int
 
     def settings(self) -> dict[str, Any]:
         """What decides its drafts (recorded in the build manifest)."""
@@ -126,6 +129,7 @@ class TemplateGenerator:
     """Offline IAQD: a seeded template question (brand, colour, price, name, city, date…)."""
 
     name = "template"
+    concurrency = 1  # pure computation: threads would only contend for the interpreter
 
     def __init__(self, bank: Bank) -> None:
         self.bank = bank

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -86,6 +87,7 @@ class OpenAIChat:
         self.policy = policy or RetryPolicy()
         self.sleep = sleep
         self.http_retries = 0
+        self._count_lock = threading.Lock()  # complete() runs in the builder's threads
 
     def identity(self) -> dict[str, Any]:
         """Model and decoding (not the URL or key: a moved server keeps its cache)."""
@@ -112,7 +114,8 @@ class OpenAIChat:
             rng=random.Random(0),
             **extra,
         )
-        self.http_retries += retries
+        with self._count_lock:
+            self.http_retries += retries
         try:
             return str(reply["choices"][0]["message"]["content"] or "")
         except (KeyError, IndexError, TypeError):
@@ -120,11 +123,18 @@ class OpenAIChat:
 
 
 class HFChat:
-    """A local chat model through transformers (greedy); loaded on first use."""
+    """A local chat model through transformers (greedy); loaded on first use, asked one item
+    at a time (the builder gives it concurrency 1)."""
 
     def __init__(self, model: str, *, max_new_tokens: int = 400, device: str = "cpu") -> None:
         if not model:
             raise BuildError("--iaqd hf needs --model (a local model folder)")
+        if not Path(model).is_dir():
+            # Checked here: transformers would read a missing folder as a Hub repository id.
+            raise BuildError(
+                f"--iaqd hf --model {model!r}: no such folder (a local chat model folder with "
+                "its config, weights and tokenizer; nothing is downloaded)"
+            )
         self.model_path, self.max_new_tokens, self.device = model, max_new_tokens, device
         self._loaded: tuple[Any, Any] | None = None
 
@@ -174,10 +184,15 @@ class ChatGenerator:
         backend: ChatBackend,
         cache_dir: str | Path | None = None,
         max_attempts: int = 3,
+        concurrency: int = 1,
     ) -> None:
         if max_attempts < 1:
             raise BuildError(f"max_attempts={max_attempts}: expected 1 or more")
+        if concurrency < 1:
+            raise BuildError(f"concurrency={concurrency}: expected 1 or more")
         self.name, self.backend, self.max_attempts = name, backend, max_attempts
+        # Items asked about at once; not in settings(): it never changes what is written.
+        self.concurrency = concurrency
         folder = Path(cache_dir) if cache_dir else default_build_cache_dir()
         self.cache = ReplyCache(folder / cache_file_name(str(backend.identity()["model"])))
 

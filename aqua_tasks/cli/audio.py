@@ -15,7 +15,7 @@ from aqua_tasks.audio.prepare import (
     check_track_audio,
     prepare_audio,
 )
-from aqua_tasks.core.data import TRACKS, VARIANT_SUFFIXES, check_track
+from aqua_tasks.core.data import KNOWN_TRACKS, TRACKS, VARIANT_SUFFIXES, check_track
 from eval_common.cli import add_json_flag, add_progress_flag, fail
 
 PROG = "aqua-audio"
@@ -49,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--data-dir", required=True, help="folder of the released JSON files")
     check.add_argument("--audio-root", help="root searched for every track (metadata audio_root)")
-    for track in TRACKS:
+    # Every track, the built MMAU one too: the fix line names the flag of the track checked.
+    for track in KNOWN_TRACKS:
         check.add_argument(
             f"--{track}-audio-root", help=f"root for the {track} track (overrides --audio-root)"
         )
@@ -127,7 +128,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "check":
         settings: Mapping[str, str | None] = {
             "audio_root": args.audio_root,
-            **{f"{t}_audio_root": getattr(args, f"{t}_audio_root") for t in TRACKS},
+            **{f"{t}_audio_root": getattr(args, f"{t}_audio_root") for t in KNOWN_TRACKS},
         }
         roots = AudioRoots.from_settings(settings)
         results = [

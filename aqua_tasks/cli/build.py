@@ -15,8 +15,10 @@ from aqua_tasks.build.api import (
     GeneratorSettings,
     build_items,
     file_source,
+    make_generator,
 )
 from aqua_tasks.build.builder import BuildConfig, manifest_path
+from aqua_tasks.build.categories import default_bank
 from aqua_tasks.build.source import (
     ANSWER_FORMATS,
     MMAU_FIELDS,
@@ -86,6 +88,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=3,
         help="replies asked per item before the template stands in (default: 3)",
     )
+    iaqd.add_argument(
+        "--concurrency",
+        type=int,
+        default=4,
+        help="requests in flight at once to the --iaqd openai endpoint; the output is the "
+        "same at any value (default: 4)",
+    )
+    iaqd.add_argument(
+        "--max-tokens",
+        type=int,
+        help="longest reply the model may write, in tokens (openai max_tokens, hf "
+        "max_new_tokens; default: 400)",
+    )
     layout = parser.add_argument_group("layout")
     layout.add_argument(
         "--iasd-options",
@@ -107,8 +122,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = args.name or (MMAU_OUTPUT if args.source == "mmau" else None)
     if name is None:
         return fail(PROG, f"--source {args.source} needs --name (the output file name)")
-    if args.limit is not None and args.limit < 1:
-        return fail(PROG, f"--limit {args.limit}: expected 1 or more")
+    numbers = (
+        ("--limit", args.limit),
+        ("--concurrency", args.concurrency),
+        ("--max-tokens", args.max_tokens),
+    )
+    for flag, value in numbers:
+        if value is not None and value < 1:
+            return fail(PROG, f"{flag} {value}: expected 1 or more")
     try:
         fields = FieldMap(
             args.id_field,
@@ -118,16 +139,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.answer_field,
             args.answer_format,
         )
+        settings = GeneratorSettings(
+            base_url=args.base_url,
+            model=args.model,
+            cache_dir=args.cache_dir,
+            max_attempts=args.max_attempts,
+            concurrency=args.concurrency,
+            max_tokens=args.max_tokens,
+        )
         options = {
-            "generator": args.iaqd,
+            # Made first: a generator's bad settings stop the run before any reading.
+            "generator": make_generator(args.iaqd, settings, default_bank()),
             "config": BuildConfig(
                 seed=args.seed, iasd_options=args.iasd_options, guidance=args.guidance
-            ),
-            "settings": GeneratorSettings(
-                base_url=args.base_url,
-                model=args.model,
-                cache_dir=args.cache_dir,
-                max_attempts=args.max_attempts,
             ),
         }
         if args.source == "hf":

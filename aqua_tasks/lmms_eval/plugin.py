@@ -3,7 +3,8 @@
 `aqua_tasks.startup_hook` calls one function per lmms-eval module, right after that module
 has executed: the evaluator comes with `metric: orca` registered and its judge checked before
 generation, and the command-line run turns bad input to our tasks, models or judge into a
-one-line error with exit status 2.
+one-line error with exit status 2, and leaves a built track whose file `data_dir` lacks out of
+a `--tasks` glob (one line), as under lm-eval.
 Only on the lmms-eval version `eval_common.harness_versions` supports (0.7.3).
 """
 
@@ -37,3 +38,7 @@ def on_cli(module: ModuleType) -> None:
     from orca_judge.lmms_eval.compat import patch_cli
 
     patch_cli(module, (AquaDataError, AudioFileError, CheckpointError))
+    from aqua_tasks.lmms_eval.compat import filter_task_matches
+    from aqua_tasks.lmms_eval.task import choose_task_matches
+
+    filter_task_matches(module.TaskManager, choose_task_matches)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import os
 from collections.abc import Mapping, Sequence
 
@@ -19,7 +20,7 @@ from lmms_eval.api.task import ConfigurableTask
 from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.core.data import DATA_HELP, AquaDataError
 from aqua_tasks.core.prompts import render_question
-from aqua_tasks.core.run_settings import AQUA_METADATA_KEYS
+from aqua_tasks.core.run_settings import AQUA_METADATA_KEYS, unbuilt_matches
 from aqua_tasks.core.scoring import ALL_METRICS, unpack_outcome
 from aqua_tasks.task import definition
 from aqua_tasks.task.config import prepare_task_config, with_manifest
@@ -59,6 +60,25 @@ def run_settings(yaml_metadata: Mapping | None, environ: Mapping[str, str] | Non
     if not settings.get("data_dir"):
         raise AquaDataError(f"no AQUA data folder given. {METADATA_HELP}")
     return settings
+
+
+def choose_task_matches(
+    patterns: list[str], matches: list[str], metadata: object = None
+) -> list[str]:
+    """A `--tasks` expansion without the built tracks `AQUA_METADATA`'s data_dir lacks.
+
+    `--tasks 'aqua_*'` then runs for a user with the released tracks only (one line says
+    what was left out); a task named outright is kept, so its missing file is an error.
+    Bad settings filter nothing: the task itself then stops the run with the reason.
+    """
+    try:
+        settings = run_settings(None)
+    except AquaDataError:
+        return matches
+    left_out = unbuilt_matches(patterns, matches, settings)
+    for message in left_out.values():
+        logging.getLogger(__name__).warning(message)
+    return [m for m in matches if m not in left_out]
 
 
 class AquaTask(ConfigurableTask):

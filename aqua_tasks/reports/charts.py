@@ -12,7 +12,10 @@ if TYPE_CHECKING:
     from orca_judge.calibration import Calibration
 
 PLOT_HINT = "pip install 'aqua-bench-eval[plot]'"
-TRACK_TITLES: dict[str, str] = {ALL_TRACKS: "All tracks (clips pooled)", "mmau": "MMAU"}
+TRACK_TITLES: dict[str, str] = {
+    ALL_TRACKS: "All released tracks (clips pooled; MMAU not in it)",
+    "mmau": "MMAU (built by aqua-build)",
+}
 CHART_LEGEND = (
     "Ori = Solvable accuracy (n = items); AAD / IASD / IAQD = conditional accuracy (CA) over\n"
     "the n clips whose Solvable item is right; dark inside a CA = share of all clips right on\n"

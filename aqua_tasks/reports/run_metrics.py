@@ -8,11 +8,11 @@ results file alone (lm-eval's or lmms-eval's) gives its recorded figures, and an
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aqua_tasks.core.data import TASK_NAME_PREFIXES
+from aqua_tasks.core.data import TASK_NAME_PREFIXES, TRACKS
 from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.extract import EXTRACTOR_ALIASES
 from aqua_tasks.core.intervals import metric_intervals
@@ -22,6 +22,7 @@ from aqua_tasks.core.pooling import (
     all_tracks_rows,
     pool_outcomes,
     pool_summaries,
+    pooled_tracks,
 )
 from aqua_tasks.core.scoring import metric_value, summarize
 from aqua_tasks.runs import (
@@ -41,7 +42,7 @@ from aqua_tasks.runs import (
     when,
 )
 
-# The all-tracks column: every clip of the run's tracks pooled.
+# The all-tracks column: every clip of the run's released tracks pooled (never a built one).
 ALL_TRACKS = "all"
 # A pooled row written by `lm_eval_results.fix_aqua_results` has its counts; lm-eval's own
 # group row (a size-weighted mean of the tracks) has none.
@@ -166,12 +167,50 @@ def _is_aqua_row(task: str) -> bool:
     return all_tracks_name(task) is not None or split_task(task)[1] == ALL_TRACKS
 
 
-def _with_pooled(tasks: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-    """Tasks plus an all-tracks row (from the track summaries) for every setting lacking one."""
-    out = dict(tasks)
+def released_pools(tasks: Iterable[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """The report's All rows → the tasks each pools: a setting's *released* tracks (two or
+    more), and a note for every row a built track (MMAU) is kept out of.
+
+    All means the same in every run and row whether MMAU was built or not: the paper's three
+    released tracks (its MMAU columns stand apart), as `--tasks aqua` pools them; lm-eval's
+    `aqua` row under 'aqua_*' pools a built track too, and says so in its name.
+    """
+    pools: dict[str, list[str]] = {}
+    notes = []
     for name, members in all_tracks_rows(tasks).items():
-        out.setdefault(name, pool_summaries([tasks[m] for m in members]))
-    return out
+        released = [m for m in members if split_task(m)[1] in TRACKS]
+        built = [m for m in members if m not in released]
+        if len(released) >= 2:
+            pools[name] = released
+        if built:
+            kept = "+".join(pooled_tracks(released)) if len(released) >= 2 else "no All row"
+            notes.append(
+                f"All ({name}) pools the released tracks only ({kept}); "
+                f"{', '.join(built)} has its own columns"
+            )
+    return pools, notes
+
+
+def _with_pooled(
+    tasks: dict[str, dict[str, float]], notes: list[str]
+) -> tuple[dict[str, dict[str, float]], set[str]]:
+    """Tracks plus each setting's All row over its released tracks; the rows recomputed.
+
+    A recorded All row is kept when it pools exactly those tracks, else pooled again from
+    the track summaries (or dropped: fewer than two released tracks).
+    """
+    out = {t: m for t, m in tasks.items() if split_task(t)[1] != ALL_TRACKS}
+    pools, pool_notes = released_pools(out)
+    notes.extend(pool_notes)
+    recomputed = set()
+    for name, members in pools.items():
+        whole = all_tracks_rows(out)[name] == members
+        if whole and name in tasks:
+            out[name] = tasks[name]
+        else:
+            out[name] = pool_summaries([out[m] for m in members])
+            recomputed.add(name)
+    return out, recomputed
 
 
 def _recorded_extractors(payload: Mapping, tasks: Sequence[str]) -> dict[str, str]:
@@ -215,7 +254,9 @@ def _scored_run(
         verdicts = score_items(task_items, extractor=extractor)
         values[task] = [metric_value(v) for v in verdicts]
         extractors[task] = ",".join(sorted({v.extractor for v in verdicts}))
-    for name, members in all_tracks_rows(values).items():
+    pools, pool_notes = released_pools(values)
+    notes.extend(pool_notes)
+    for name, members in pools.items():
         values[name] = pool_outcomes({m: values[m] for m in members})
         extractors[name] = ",".join(sorted({extractors[m] for m in members}))
     for task, task_values in values.items():
@@ -284,31 +325,33 @@ def load_run_metrics(
             "(an --output_path folder of a run made with --log_samples)"
         )
     if "extractor_versions" in payload:  # written by aqua-score --json
-        tasks = _with_pooled(
+        tasks, recomputed = _with_pooled(
             {
                 t: _nan_for_none(m)
                 for t, m in payload["results"].items()
                 if _is_aqua_row(t) and isinstance(m, Mapping)
-            }
+            },
+            notes,
         )
         recorded = payload.get("intervals") or {}
         intervals = {
             t: {m: (float(lo), float(hi)) for m, (lo, hi) in _interval_pairs(recorded.get(t))}
             for t in tasks
+            if t not in recomputed  # a recorded interval is of the row as it was recorded
         }
         extractors = {t: str(e) for t, e in (payload.get("extractor") or {}).items() if t in tasks}
         label = Path(str(payload.get("source") or file)).name
         notes.append(f"aqua-score output {file.name}")
         harness = f"aqua-score --json of {payload.get('harness') or HARNESS_LM_EVAL}"
         return RunMetrics(label, str(file), tasks, tuple(notes), intervals, extractors, harness)
-    tasks = aqua_rows(payload)
+    tasks, _ = _with_pooled(aqua_rows(payload), notes)
     if not tasks:
         raise RunReadError(
             f"{file}: holds no aqua_* task results (an ORCA run with human ratings: --orca-run)"
         )
     notes.append("no intervals: no per-item samples read (give the folder of a --log_samples run)")
     extractors = _recorded_extractors(payload, list(tasks))
-    for name, members in all_tracks_rows(tasks).items():
+    for name, members in released_pools(tasks)[0].items():
         names = {extractors[m] for m in members if m in extractors}
         if names:
             extractors[name] = ",".join(sorted(names))

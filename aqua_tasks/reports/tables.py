@@ -178,8 +178,10 @@ def to_markdown(table: ReportTable) -> str:
     ]
     if ALL_TRACKS in table.tracks:
         legend.append(
-            "All: every clip of the run's tracks pooled (Σ correct / Σ n), not a mean of the "
-            "track figures."
+            "All: every clip of a run's released tracks (animal, vocal, music) pooled "
+            "(Σ correct / Σ n), as `--tasks aqua` pools them, not a mean of the track figures. "
+            "A built track (MMAU) is never in All: it has its own columns, so All means the "
+            "same in every row whether MMAU was run or not. The paper's Table 1 prints no All."
         )
     if any(r.published for r in table.rows):
         legend.append(

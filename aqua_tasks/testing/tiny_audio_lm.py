@@ -1,4 +1,5 @@
-"""Build a tiny, randomly initialised Qwen2-Audio (or Qwen2.5-Omni thinker), offline.
+"""Build a tiny, randomly initialised Qwen2-Audio (or Qwen2.5-Omni thinker, or Qwen2 chat
+model), offline.
 
 The architecture, processor, audio special tokens and chat template are the real ones; the
 weights are noise. Tests and the GPU check run `aqua-audiolm` end to end with it where no
@@ -6,6 +7,7 @@ checkpoint can be downloaded:
 
     python -m aqua_tasks.cli.tiny_audio_lm OUT_DIR
     python -m aqua_tasks.cli.tiny_audio_lm OUT_DIR --omni   # a Qwen2.5-Omni thinker
+    python -m aqua_tasks.cli.tiny_audio_lm OUT_DIR --chat   # text chat (aqua-build --iaqd hf)
 """
 
 from __future__ import annotations
@@ -63,6 +65,23 @@ def build_processor():
     return Qwen2AudioProcessor(feature_extractor=features, tokenizer=build_tokenizer())
 
 
+def qwen2_text_config(tokenizer) -> dict:
+    """A tiny Qwen2 language model's settings (the audio LM's text part, the chat model)."""
+    pad_id = tokenizer.pad_token_id
+    return {
+        "vocab_size": len(tokenizer),
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 4096,
+        "eos_token_id": tokenizer.convert_tokens_to_ids("<|im_end|>"),
+        "pad_token_id": pad_id,
+        "bos_token_id": pad_id,
+    }
+
+
 def build_model(tokenizer, seed: int = 0):
     """A randomly initialised Qwen2AudioForConditionalGeneration a few MB in size."""
     import torch
@@ -80,19 +99,7 @@ def build_model(tokenizer, seed: int = 0):
             "encoder_ffn_dim": 64,
             "max_source_positions": 1500,
         },
-        text_config={
-            "model_type": "qwen2",
-            "vocab_size": len(tokenizer),
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "max_position_embeddings": 4096,
-            "eos_token_id": eos_id,
-            "pad_token_id": pad_id,
-            "bos_token_id": pad_id,
-        },
+        text_config={"model_type": "qwen2", **qwen2_text_config(tokenizer)},
         audio_token_index=tokenizer.convert_tokens_to_ids(AUDIO_TOKENS[1]),
     )
     torch.manual_seed(seed)
@@ -164,22 +171,13 @@ def build_omni_thinker(tokenizer, seed: int = 0):
             "fullatt_block_indexes": [0],
         },
         text_config={
-            "vocab_size": len(tokenizer),
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "max_position_embeddings": 4096,
+            **qwen2_text_config(tokenizer),
             # Multimodal RoPE: sections sum to half the head size (8 / 2).
             "rope_parameters": {
                 "rope_type": "default",
                 "rope_theta": 10000.0,
                 "mrope_section": [2, 1, 1],
             },
-            "eos_token_id": eos_id,
-            "pad_token_id": pad_id,
-            "bos_token_id": pad_id,
         },
         audio_token_index=audio,
         audio_start_token_id=bos,
@@ -210,4 +208,33 @@ def build_tiny_omni_thinker(out_dir: str | Path, seed: int = 0) -> Path:
     WhisperFeatureExtractor(feature_size=NUM_MEL_BINS, sampling_rate=16000).save_pretrained(out)
     # Where a Qwen2.5-Omni checkpoint keeps its processor's chat template.
     (out / "chat_template.jinja").write_text(OMNI_CHAT_TEMPLATE, encoding="utf-8")
+    return out
+
+
+# Qwen2's ChatML format for text chats (what `aqua-build --iaqd hf` sends a local model).
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def build_tiny_chat_lm(out_dir: str | Path, seed: int = 0) -> Path:
+    """Save a tiny random text-only Qwen2 chat model with its tokenizer and ChatML template."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = build_tokenizer()
+    tokenizer.chat_template = CHATML_TEMPLATE
+    settings = qwen2_text_config(tokenizer)
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(Qwen2Config(**settings)).eval()
+    model.generation_config.eos_token_id = settings["eos_token_id"]
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.do_sample = False
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
     return out

@@ -28,7 +28,10 @@ GOOD = {
 CHILD = """
 import sys
 from aqua_tasks.build.api import GeneratorSettings, build_file
-settings = GeneratorSettings(base_url=sys.argv[1], model="stub-writer", cache_dir=sys.argv[2])
+# One request at a time: the kill then finds exactly the replies the stub sent cached.
+settings = GeneratorSettings(
+    base_url=sys.argv[1], model="stub-writer", cache_dir=sys.argv[2], concurrency=1
+)
 build_file(sys.argv[3], sys.argv[4], generator="openai", settings=settings, limit=12)
 """
 
@@ -65,10 +68,20 @@ def writer(items):
     return reply
 
 
-def settings(server, cache_dir) -> GeneratorSettings:
+def settings(server, cache_dir, concurrency: int = 4) -> GeneratorSettings:
     return GeneratorSettings(
-        base_url=stub_url(server), model=MODEL, cache_dir=str(cache_dir), extra=FAST
+        base_url=stub_url(server),
+        model=MODEL,
+        cache_dir=str(cache_dir),
+        concurrency=concurrency,
+        extra=FAST,
     )
+
+
+def most_in_flight(requests, latency: float) -> int:
+    """The most requests that arrived within one server latency of each other."""
+    times = sorted(r.arrived for r in requests)
+    return max(sum(1 for t in times if start <= t < start + latency) for start in times)
 
 
 def test_validation_failures_are_retried_then_fall_back_and_http_errors_retry(items, tmp_path):
@@ -169,3 +182,53 @@ def test_a_wrong_model_name_stops_the_build_with_one_line(items, tmp_path):
             )
     finally:
         server.shutdown()
+
+
+def test_output_is_byte_identical_at_any_concurrency_and_requests_overlap(items, tmp_path):
+    latency = 0.08
+    built = {}
+    for concurrency in (1, 4):
+        # Validation failures, retries and HTTP faults as above, with a slow server.
+        faults = {marker(items[3]): ["500", "429"]}
+        server, state = start_stub(
+            StubConfig(
+                require_audio=False,
+                model=MODEL,
+                reply=writer(items),
+                faults=faults,
+                latency=latency,
+            )
+        )
+        try:
+            out = tmp_path / f"o{concurrency}"
+            result = build_file(
+                MMAU,
+                out,
+                generator="openai",
+                settings=settings(server, tmp_path / f"c{concurrency}", concurrency),
+                limit=LIMIT,
+            )
+        finally:
+            server.shutdown()
+        assert result.manifest["iaqd"]["fallback_to_template"] == 1
+        assert len(state.requests) == LIMIT + 1 + 2 + 2  # items, retries, HTTP faults
+        built[concurrency] = (
+            (out / MMAU_OUTPUT).read_bytes(),
+            (out / f"build-manifest_{Path(MMAU_OUTPUT).stem}.json").read_bytes(),
+            most_in_flight(state.requests, latency),
+        )
+    assert built[4][:2] == built[1][:2]  # the built file and its manifest, byte for byte
+    assert built[1][2] == 1 and built[4][2] >= 3
+
+
+def test_concurrency_below_one_is_refused(items, tmp_path):
+    with pytest.raises(BuildError, match=r"concurrency=0: expected 1 or more"):
+        build_file(
+            MMAU,
+            tmp_path,
+            generator="openai",
+            settings=GeneratorSettings(
+                base_url="http://127.0.0.1:9/v1", model=MODEL, concurrency=0
+            ),
+            limit=1,
+        )

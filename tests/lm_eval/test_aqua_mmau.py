@@ -8,18 +8,22 @@ released tracks under `aqua_*`, and reported with the published MMAU rows.
 from __future__ import annotations
 
 import contextlib
+import csv
 import hashlib
 import io
 import json
 import logging
 import math
-import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
-import soundfile as sf
-from conftest import DEMO_AUDIO_DIR, SHARED, STAND_IN_RATES
+from mmau_fixtures import (
+    MMAU_DEMO_CLIP,
+    MMAU_DEMO_ID,
+    MMAU_TEST_MINI,
+    check_first_option_mmau_figures,
+    write_mmau_audio,
+)
 
 from aqua_tasks.audio.clips import AudioRoots, resolve_audio
 from aqua_tasks.cli import build as cli_build
@@ -27,13 +31,14 @@ from aqua_tasks.cli import eval as cli_eval
 from aqua_tasks.cli import regress as cli_regress
 from aqua_tasks.cli import report as cli_report
 from aqua_tasks.core.data import TRACK_FILE_STEMS, AquaDataError
+from aqua_tasks.reports.run_metrics import load_run_metrics
 from aqua_tasks.task.definition import build_docs
 
 pytestmark = pytest.mark.slow
-MMAU = SHARED / "data" / "mmau" / "mmau-test-mini.json"
+MMAU = MMAU_TEST_MINI
 MMAU_FILE = "AQUA-Bench-MMAU-Track.json"
-DEMO_ID = "6aee68bf-6629-442b-981d-ae8195597c8e"
-DEMO_CLIP = DEMO_AUDIO_DIR / f"{DEMO_ID}.wav"
+DEMO_ID = MMAU_DEMO_ID
+DEMO_CLIP = MMAU_DEMO_CLIP
 N_CLIPS = 12
 
 
@@ -60,21 +65,7 @@ def entries(mmau_dir) -> list[dict]:
 @pytest.fixture(scope="module")
 def mmau_audio(tmp_path_factory, entries) -> Path:
     """An MMAU audio root: test-mini-audios/ with the real demo clip and synthesized others."""
-    root = tmp_path_factory.mktemp("mmau-audio")
-    folder = root / "test-mini-audios"
-    folder.mkdir()
-    rng = np.random.default_rng(0)
-    for n, entry in enumerate(entries[::4]):
-        path = folder / Path(entry["audio_filename"]).name
-        if entry["source_id"] == DEMO_ID:
-            shutil.copyfile(DEMO_CLIP, path)
-            continue
-        rate = STAND_IN_RATES[n % len(STAND_IN_RATES)]
-        t = np.arange(int(0.1 * rate)) / rate
-        sf.write(
-            path, (0.2 * np.sin(2 * np.pi * rng.uniform(100, 2000) * t)).astype(np.float32), rate
-        )
-    return root
+    return write_mmau_audio(tmp_path_factory.mktemp("mmau-audio"), entries)
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +112,9 @@ def runs(
         "first": aqua_eval(
             root / "first", text_only, "--model", "aqua-first-option", "--tasks", "aqua_mmau"
         ),
+        "reject": aqua_eval(
+            root / "reject-text", text_only, "--model", "aqua-always-reject", "--tasks", "aqua_mmau"
+        ),
         "reject_audio": aqua_eval(
             root / "reject", with_audio, "--model", "aqua-always-reject", "--tasks", "aqua_mmau"
         ),
@@ -158,11 +152,7 @@ def test_built_file_has_the_demo_item_and_first_options_as_counted_by_hand(entri
 def test_first_option_text_only_gives_the_hand_computed_ori_and_ca(runs):
     results = results_of(runs["first"])
     m = metrics(results, "aqua_mmau")
-    assert m["acc"] == pytest.approx(10 / 12) and m["n_solvable"] == 12 and m["n_items"] == 48
-    for kind in ("aad", "iasd", "iaqd"):
-        # CA over the 10 clips whose Solvable item is right; option (a) never rejects.
-        assert m[f"ca_{kind}"] == 0.0 and m[f"n_ca_{kind}"] == 10 and m[f"acc_{kind}"] == 0.0
-    assert m["unparsed_rate"] == 0.0
+    check_first_option_mmau_figures(m)
     manifest = results["configs"]["aqua_mmau"]["metadata"]["aqua_manifest"]
     assert manifest["track"] == "mmau" and manifest["data_file"] == MMAU_FILE
     printed = runs["first"].with_name("first.stdout").read_text()
@@ -282,3 +272,54 @@ def test_audio_paths_escaping_the_root_are_refused(tmp_path, entries, mmau_audio
         build_docs("mmau", data_dir=str(tmp_path), settings={"mmau_audio_root": str(mmau_audio)})
     # Text-only, no clip is opened: the docs are built.
     assert len(build_docs("mmau", data_dir=str(tmp_path), settings={"audio": False})) == 48
+
+
+def test_report_all_pools_the_released_tracks_only_and_says_so(runs, tmp_path):
+    # The run pools four tracks in lm-eval's own `aqua` row (and names them); the report's
+    # All is the released three in every row, so a run without MMAU reads the same.
+    results = results_of(runs["four"])
+    assert metrics(results, "aqua")["n_solvable"] == 8  # 2 clips (--limit 8) × 4 tracks
+    released = ("aqua_animal", "aqua_music", "aqua_vocal")
+    from_samples = load_run_metrics(runs["four"])
+    from_results = load_run_metrics(max(runs["four"].rglob("results_*.json")))
+    for run in (from_samples, from_results):
+        pooled = run.tasks["aqua"]
+        assert pooled["n_solvable"] == 6 == sum(run.tasks[t]["n_solvable"] for t in released)
+        correct = sum(run.tasks[t]["acc"] * run.tasks[t]["n_solvable"] for t in released)
+        assert pooled["acc"] == pytest.approx(correct / 6)
+        assert pooled["n_ca_aad"] == sum(run.tasks[t]["n_ca_aad"] for t in released)
+        assert (
+            "All (aqua) pools the released tracks only (animal+music+vocal); "
+            "aqua_mmau has its own columns"
+        ) in run.notes
+    code = cli_report.main([str(runs["four"]), "--out", str(tmp_path), "--no-chart"])
+    assert code == 0
+    markdown = (tmp_path / "table.md").read_text()
+    assert "A built track (MMAU) is never in All" in markdown
+    assert "aqua_mmau has its own columns" in markdown  # in the run's source line
+    row = next(r for r in csv.DictReader(io.StringIO((tmp_path / "table.csv").read_text())))
+    assert row["all_ori_n"] == "6" and row["mmau_ori_n"] == "2"
+
+
+def test_regress_gate_flags_another_models_mmau_run_as_a_regression_with_its_figures(runs, capsys):
+    argv = ["--baseline", str(runs["first"]), "--candidate", str(runs["reject"])]
+    code = cli_regress.main([*argv, "--no-progress", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and report["status"] == "regression"
+    by_metric = {c["metric"]: c for c in report["comparisons"] if c["task"] == "aqua_mmau"}
+    ori = by_metric["acc"]
+    # Option (a) is right on 10 of the 12 Solvable items, the last option on none of them.
+    assert (ori["baseline"], ori["candidate"]) == (pytest.approx(10 / 12), 0.0)
+    assert ori["delta_points"] == pytest.approx(-250 / 3) and ori["n"] == 12
+    assert (ori["lost"], ori["gained"]) == (10, 0)
+    assert ori["p_value"] == pytest.approx(2 * 0.5**10)  # exact McNemar, 10 discordant items
+    assert ori["p_holm"] == pytest.approx(5 * 2 * 0.5**10)  # Holm: 5 tested, 3 CAs untested
+    assert ori["regression"] is True
+    assert [m for m, c in by_metric.items() if c["regression"]] == ["acc"]
+    # CA of a run that answers no Solvable item right is over no clip: never tested.
+    assert by_metric["ca_aad"]["candidate"] is None
+    assert by_metric["ca_aad"]["note"] == "untested: < 10 clips"
+    # The other way round it is an improvement, and the gate passes.
+    back = ["--baseline", str(runs["reject"]), "--candidate", str(runs["first"])]
+    assert cli_regress.main([*back, "--no-progress", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "ok"

@@ -180,7 +180,7 @@ def test_report_chart_shows_intervals_n_the_both_right_share_and_each_rows_extra
     assert written["chart_vector"].read_bytes()[:5] == b"%PDF-"
     fig = plot_table(table)
     titles = [ax.get_title(loc="left") for ax in fig.axes]
-    assert titles == ["Animal", "Vocal", "All tracks (clips pooled)"]
+    assert titles == ["Animal", "Vocal", "All released tracks (clips pooled; MMAU not in it)"]
     animal, vocal, pooled = fig.axes
     bars = {p.get_gid(): p.get_height() for p in animal.patches}
     assert bars["animal|base|Ori"] == pytest.approx(75.0)
