@@ -52,7 +52,7 @@ def test_a_folder_where_a_file_is_expected_and_a_file_where_a_folder_is_expected
         check_output_file(tmp_path, flag="--summary")
     with pytest.raises(OutputError, match=r"^--out .*file\.md is a file; name a folder to write$"):
         check_output_folder(tmp_path / "file.md", command="aqua-report", flag="--out")
-    with pytest.raises(OutputError, match="file.md is a file, not a folder"):
+    with pytest.raises(OutputError, match=r"file\.md is a file, not a folder"):
         check_output_file(tmp_path / "file.md" / "x.json", flag="--output")
 
 
