@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from eval_common.outputs import write_text
+
 
 def json_safe(value: object) -> object:
     """`value` with every NaN float replaced by None (JSON has no NaN), containers recursed.
@@ -24,10 +26,7 @@ def json_safe(value: object) -> object:
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
-    """Write one JSON object per line (UTF-8), creating the folder; returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write one JSON object per line (UTF-8), atomically, creating the folder; returns the path."""
     # default=str: paths and other plain values in rows are recorded as text, not refused.
     text = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
-    path.write_text(text, encoding="utf-8")
-    return path
+    return write_text(path, text)

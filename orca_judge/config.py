@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eval_common.outputs import write_text
+
 LIKELIHOODS = ("multinomial", "beta", "bernoulli")
 TEMPLATES = ("reference", "paper")
 POOLINGS = ("auto", "last", "mean")
@@ -151,7 +153,8 @@ class OrcaConfig:
         return dataclasses.replace(self, **changes)
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
+        """Write the config as JSON, atomically."""
+        write_text(path, json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> OrcaConfig:

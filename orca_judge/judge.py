@@ -191,8 +191,13 @@ class OrcaJudge:
         self._fingerprint = digest.hexdigest()[:16]
         return self._fingerprint
 
-    def save_pretrained(self, directory: str | Path) -> Path:
-        """Write this judge as a native checkpoint that from_pretrained reads back exactly."""
+    def save_pretrained(self, directory: str | Path, *, overwrite: bool = False) -> Path:
+        """Write this judge as a native checkpoint that from_pretrained reads back exactly.
+
+        An earlier checkpoint in `directory` is replaced; a non-empty folder that is not a
+        checkpoint is refused unless `overwrite`. Files that are not the checkpoint's own
+        are never deleted.
+        """
         return save_model(
             directory,
             self.model,
@@ -201,6 +206,7 @@ class OrcaJudge:
             backbone_fingerprint=self.backbone_fingerprint,
             metrics=self.metrics,
             adapter=self.adapter,
+            overwrite=overwrite,
         )
 
     def encode(self, item: OrcaItem | Mapping[str, Any]) -> Encoded:

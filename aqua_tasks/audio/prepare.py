@@ -30,6 +30,7 @@ from aqua_tasks.audio.clips import (
 )
 from aqua_tasks.core.data import load_items
 from eval_common.cli import progress as progress_bar
+from eval_common.outputs import atomic_path
 
 SOURCE_TRACKS: dict[str, str] = {source: track for track, source in TRACK_SOURCES.items()}
 AUDIO_SUFFIXES: frozenset[str] = frozenset({".wav", ".flac", ".ogg", ".mp3"})
@@ -313,15 +314,10 @@ def load_source(spec: str, track: str, name_column: str | None = None) -> dict[s
 
 def write_clip(array: np.ndarray, target: Path) -> None:
     """Write a 16 kHz mono clip as 16-bit WAV, atomically."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        # Resampling can overshoot full scale slightly; clip instead of wrapping around.
-        samples = np.clip(array, -1.0, 1.0)
+    # Resampling can overshoot full scale slightly; clip instead of wrapping around.
+    samples = np.clip(array, -1.0, 1.0)
+    with atomic_path(target) as tmp:
         sf.write(tmp, samples, TARGET_SAMPLING_RATE, subtype="PCM_16", format="WAV")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def prepare_audio(

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +33,7 @@ from aqua_tasks.build.source import BuildError, SourceItem
 from aqua_tasks.build.text import inline_question, is_rejection_like, option_key
 from aqua_tasks.core.data import BUILT_TRACKS, name_track, parse_items
 from aqua_tasks.core.manifest import package_version
+from eval_common.outputs import write_text
 
 MANIFEST_FORMAT = 1
 RESERVED_KEYS = frozenset(
@@ -341,14 +341,6 @@ def dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write a file whole or not at all (an interrupted build leaves no half file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
-
-
 def manifest_path(output: Path) -> Path:
     """Where the manifest of a built file goes (outside the `AQUA-Bench-*-Track*.json` glob)."""
     return output.with_name(f"build-manifest_{output.stem}.json")
@@ -359,11 +351,11 @@ def write_result(result: BuildResult, output: Path) -> Path:
     # Checked by the reader's own rules first: a file the tasks would refuse is never written.
     track = name_track(output.name) or BUILT_TRACKS[0]
     parse_items(result.entries, track=track, variant="main", source=str(output))
-    write_atomic(output, dumps(result.entries))
+    write_text(output, dumps(result.entries))
     result.manifest["output"] = {
         "file": output.name,
         "sha256": hashlib.sha256(output.read_bytes()).hexdigest(),
     }
     path = manifest_path(output)
-    write_atomic(path, dumps(result.manifest))
+    write_text(path, dumps(result.manifest))
     return path

@@ -27,6 +27,7 @@ from aqua_tasks.build.source import (
     read_source,
 )
 from eval_common.cli import add_json_flag, add_progress_flag, add_seed_flag, fail, progress
+from eval_common.outputs import check_output_file
 
 PROG = "aqua-build"
 
@@ -131,6 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if value is not None and value < 1:
             return fail(PROG, f"{flag} {value}: expected 1 or more")
     try:
+        if Path(args.output).exists() and not Path(args.output).is_dir():
+            return fail(PROG, f"--output {args.output} is a file; name the folder to write to")
+        target = Path(args.output) / name
+        inputs = [args.input if args.source != "hf" else None, args.cache_dir]
+        for path in (target, manifest_path(target)):
+            check_output_file(path, inputs=inputs, flag="--output/--name")
         fields = FieldMap(
             args.id_field,
             args.audio_field,

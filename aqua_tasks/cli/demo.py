@@ -10,9 +10,10 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from aqua_tasks.lm_eval.demo import run_demo
+from aqua_tasks.lm_eval.demo import DEMO_NAMES, run_demo
 from aqua_tasks.reports.tables import format_table
 from eval_common.cli import add_json_flag, fail
+from eval_common.outputs import OutputError, check_output_folder, mark_output_folder
 
 PROG = "aqua-demo"
 
@@ -24,7 +25,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the AQUA baselines through lm-eval on built-in demo questions and "
         "synthesized audio, and print the results in the paper's layout.",
     )
-    parser.add_argument("--out", type=Path, help="keep the demo data here (default: temp dir)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="keep the demo data here (default: temp dir); a non-empty folder aqua-demo did not "
+        "write needs --overwrite",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into a non-empty --out that is not aqua-demo's (only its own files change)",
+    )
     parser.add_argument("--clips-per-class", type=int, default=2, help="clips per class")
     add_json_flag(parser, "print results as JSON")
     return parser
@@ -35,11 +46,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.clips_per_class < 1:
         return fail(PROG, "--clips-per-class must be at least 1")
+    if args.out is not None:
+        try:
+            check_output_folder(
+                args.out, command=PROG, flag="--out", owned=DEMO_NAMES, overwrite=args.overwrite
+            )
+        except OutputError as error:
+            return fail(PROG, str(error))
     # The demo's output is the table; lm-eval's progress notes would bury it.
     logging.getLogger("lm_eval").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory(prefix="aqua-demo-") as tmp:
         out = args.out or Path(tmp)
-        results = run_demo(out, args.clips_per_class)
+        try:
+            results = run_demo(out, args.clips_per_class)
+        except OutputError as error:
+            return fail(PROG, str(error))
+        if args.out is not None:
+            mark_output_folder(out, PROG)
     if args.json:
         print(json.dumps(results, indent=2))
         return 0

@@ -22,6 +22,7 @@ from aqua_tasks.runs import (
 )
 from eval_common.cli import fail
 from eval_common.jsonio import write_jsonl
+from eval_common.outputs import check_output_file
 from orca_judge.metric.settings import OrcaMetricSettings
 
 PROG = "orca-lm-eval-items"
@@ -82,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             id_field=args.id_field,
         )
     try:
+        inputs = [args.samples, args.data_dir, args.docs]
+        check_output_file(args.output, inputs=inputs, flag="--output")
         path = samples_file_of(args.samples)
         if is_lmms_samples(path):
             samples = read_lmms_samples(
@@ -94,9 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             samples, harness = read_samples(path), "lm-eval"
         items = items_from_samples(samples, settings, args.filter)
-    except ValueError as err:
+        out = write_jsonl(args.output, items)
+    except (ValueError, OSError) as err:
         return fail(PROG, str(err))
-    out = write_jsonl(args.output, items)
     print(
         f"wrote {len(items)} items ({harness} samples) to {out}; score them with: "
         f"orca-score --input {out} ..."

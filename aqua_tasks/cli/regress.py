@@ -35,6 +35,7 @@ from eval_common.cli import (
     number_problem,
 )
 from eval_common.jsonio import json_safe
+from eval_common.outputs import OutputError, append_text, check_output_file
 
 PROG = "aqua-regress"
 # Names kept importable from here for callers of 0.1.0.
@@ -149,6 +150,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if problem is not None:
             return fail(PROG, problem)
     try:
+        if args.summary:
+            inputs = [args.baseline, args.candidate, args.data_dir]
+            inputs += [args.baseline_data_dir, args.candidate_data_dir]
+            check_output_file(args.summary, inputs=inputs, flag="--summary")
         base = load_compared_run(
             args.baseline, args.baseline_data_dir or args.data_dir, args.baseline_audio
         )
@@ -188,9 +193,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
     )
     if args.summary:
-        args.summary.parent.mkdir(parents=True, exist_ok=True)
-        with args.summary.open("a", encoding="utf-8") as handle:
-            handle.write(summary)
+        try:
+            append_text(args.summary, summary)
+        except (OutputError, OSError) as error:
+            return fail(PROG, str(error))
     if reason is not None:
         code = EXIT_NOT_COMPARABLE
     else:

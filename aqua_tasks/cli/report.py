@@ -11,11 +11,12 @@ from pathlib import Path
 
 from aqua_tasks.core.extract import EXTRACTOR_NAMES
 from aqua_tasks.reports.charts import VECTOR_FORMATS, PlottingUnavailable, plot_calibration
-from aqua_tasks.reports.folder import write_report
+from aqua_tasks.reports.folder import REPORT_NAMES, save_figure, write_report
 from aqua_tasks.reports.run_metrics import RunReadError, load_run_metrics
 from aqua_tasks.reports.tables import build_table, to_markdown
 from eval_common.cli import add_json_flag, add_seed_flag, fail, number_problem
 from eval_common.jsonio import json_safe
+from eval_common.outputs import check_output_folder, mark_output_folder, write_text
 
 PROG = "aqua-report"
 
@@ -36,7 +37,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="run folder or file")
     parser.add_argument(
-        "--out", type=Path, default=Path("aqua-report"), help="output folder (default: %(default)s)"
+        "--out",
+        type=Path,
+        default=Path("aqua-report"),
+        help="output folder (default: %(default)s); a non-empty folder aqua-report did not "
+        "write needs --overwrite",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into a non-empty --out that is not aqua-report's (only its own files change)",
     )
     parser.add_argument(
         "--label",
@@ -120,6 +130,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     written: dict[str, Path] = {}
     payload: dict[str, object] = {}
     try:
+        check_output_folder(
+            args.out,
+            command=PROG,
+            flag="--out",
+            inputs=[*args.runs, args.orca_predictions, args.orca_items, args.orca_run],
+            owned=REPORT_NAMES,
+            overwrite=args.overwrite,
+        )
         if args.runs:
             runs, labels = [], []
             for extractor in args.extractor or [None]:
@@ -164,30 +182,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             from orca_judge.calibration import calibration_markdown, load_calibration
 
             calibration = load_calibration(args.orca_predictions, args.orca_items)
-            args.out.mkdir(parents=True, exist_ok=True)
-            written["orca_markdown"] = args.out / "orca_calibration.md"
-            written["orca_markdown"].write_text(calibration_markdown(calibration), "utf-8")
+            written["orca_markdown"] = write_text(
+                args.out / "orca_calibration.md", calibration_markdown(calibration)
+            )
             payload["orca"] = json_safe(asdict(calibration))
             if not args.no_chart:
-                written["orca_chart"] = args.out / "orca_calibration.png"
-                plot_calibration(calibration).savefig(written["orca_chart"], dpi=150)
+                written["orca_chart"] = save_figure(
+                    plot_calibration(calibration), args.out / "orca_calibration.png", dpi=150
+                )
         if args.orca_run:
             from aqua_tasks.runs.judge_calibrations import load_run_calibrations
             from orca_judge.calibration import calibration_markdown
 
             calibrations = load_run_calibrations(args.orca_run)
-            args.out.mkdir(parents=True, exist_ok=True)
             payload["orca_run"] = {}
             for name, cal in calibrations.items():
                 stem = args.out / f"orca_calibration_{name}"
-                written[f"orca_markdown_{name}"] = stem.with_suffix(".md")
                 text = calibration_markdown(cal, f"{args.orca_run}, task {name}")
-                written[f"orca_markdown_{name}"].write_text(text, "utf-8")
+                written[f"orca_markdown_{name}"] = write_text(stem.with_suffix(".md"), text)
                 payload["orca_run"][name] = json_safe(asdict(cal))
                 if not args.no_chart:
-                    written[f"orca_chart_{name}"] = stem.with_suffix(".png")
-                    plot_calibration(cal).savefig(written[f"orca_chart_{name}"], dpi=150)
-    except (RunReadError, ValueError) as error:
+                    written[f"orca_chart_{name}"] = save_figure(
+                        plot_calibration(cal), stem.with_suffix(".png"), dpi=150
+                    )
+        mark_output_folder(args.out, PROG)
+    except (RunReadError, ValueError, OSError) as error:
         return fail(PROG, str(error))
     except PlottingUnavailable as error:
         fail(PROG, f"{error} (or pass --no-chart)")

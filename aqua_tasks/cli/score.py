@@ -35,6 +35,7 @@ from eval_common.cli import (
     progress,
 )
 from eval_common.jsonio import json_safe, write_jsonl
+from eval_common.outputs import OutputError, check_output_file
 
 PROG = "aqua-score"
 
@@ -120,6 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem := number_problem("--n-boot", args.n_boot, minimum=1):
         return fail(PROG, problem)
     try:
+        if args.per_item:
+            inputs = [args.results, args.condition_on, args.data_dir]
+            check_output_file(args.per_item, inputs=inputs, flag="--per-item")
         run = read_run(args.results, track=args.track, data_dir=args.data_dir)
         replies = require_aqua_items(run)
         conditions = (
@@ -130,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.condition_on
             else None
         )
-    except (AquaDataError, OSError) as error:
+    except (AquaDataError, OutputError, OSError) as error:
         return fail(PROG, str(error))
     if args.extractor is None:
         for notice in rescoring_notices(replies):
@@ -180,7 +184,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         extractors[name] = ",".join(sorted({extractors[t] for t in members}))
     if args.per_item:
-        write_jsonl(args.per_item, rows)
+        try:
+            write_jsonl(args.per_item, rows)
+        except (OutputError, OSError) as error:
+            return fail(PROG, str(error))
     if args.json:
         payload = {
             "results": per_task,

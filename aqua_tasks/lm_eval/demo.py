@@ -14,6 +14,7 @@ import soundfile as sf
 from aqua_tasks.audio.clips import canonical_relpath
 from aqua_tasks.core.data import REJECTION_STRINGS, TRACK_FILE_STEMS, TRACKS
 from aqua_tasks.reports.run_metrics import aqua_rows
+from eval_common.outputs import atomic_path, write_text
 
 DEMO_CLASSES: dict[str, tuple[str, ...]] = {
     "animal": ("Dog", "Rooster", "Cow", "Frog", "Cat", "Sheep"),
@@ -36,6 +37,7 @@ SAMPLE_RATES = (16000, 22050, 44100)
 TASK_ORDER = ("aqua_animal", "aqua_music", "aqua_vocal")
 GROUP_ROW = "all (aqua)"
 DEMO_MODELS = ("aqua-always-reject", "aqua-first-option", "aqua-random")
+DEMO_NAMES = ("questions", "audio")  # what write_demo_data puts in its folder
 
 
 def _prompt(stem: str, options: Sequence[str]) -> str:
@@ -109,13 +111,13 @@ def write_demo_data(root: Path, clips_per_class: int = 2) -> tuple[Path, Path]:
     data_dir.mkdir(parents=True, exist_ok=True)
     for track in TRACKS:
         entries = demo_questions(track, clips_per_class)
-        (data_dir / f"{TRACK_FILE_STEMS[track]}.json").write_text(json.dumps(entries, indent=1))
+        write_text(data_dir / f"{TRACK_FILE_STEMS[track]}.json", json.dumps(entries, indent=1))
         class_key = "audio_animal" if track == "animal" else "audio_vocal"
         for n, entry in enumerate(entries[::4]):
             path = audio_root / canonical_relpath(track, entry["audio_filename"])
-            path.parent.mkdir(parents=True, exist_ok=True)
             rate = SAMPLE_RATES[n % len(SAMPLE_RATES)]
-            sf.write(path, synthesize_clip(track, entry[class_key], rate), rate)
+            with atomic_path(path) as tmp:
+                sf.write(tmp, synthesize_clip(track, entry[class_key], rate), rate, format="WAV")
     return data_dir, audio_root
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from aqua_tasks.models.durable_jsonl import DurableAppender, cache_root, read_records
+from eval_common.outputs import write_text
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class ReplyJournal:
         described = self.folder / "setting.json"
         if not described.exists():
             # For people looking at the folder; keys never depend on this file.
-            described.write_text(json.dumps(dict(setting), indent=2, sort_keys=True) + "\n")
+            write_text(described, json.dumps(dict(setting), indent=2, sort_keys=True) + "\n")
         self.replies: dict[str, str] = {}
         self.torn = 0
         for path in sorted(self.folder.glob("replies-rank*.jsonl")):

@@ -1,11 +1,27 @@
-"""The folder aqua-report writes: the table as Markdown and CSV, and its chart."""
+"""The folder aqua-report writes: the table as Markdown and CSV, its chart, judge calibrations.
+
+Every file goes through the project's one writer (`eval_common.outputs`): written whole or
+not at all, and only the names below; anything else in the folder is left alone.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from aqua_tasks.reports.charts import VECTOR_FORMATS, plot_table
 from aqua_tasks.reports.tables import ReportTable, to_csv, to_markdown
+from eval_common.outputs import atomic_path, write_text
+
+# The names aqua-report writes: a folder holding only these is its own output.
+REPORT_NAMES = ("table.md", "table.csv", "chart.*", "orca_calibration*")
+
+
+def save_figure(figure: Any, path: Path, **options: Any) -> Path:
+    """Save a matplotlib figure to `path` atomically (its format from the suffix)."""
+    with atomic_path(path) as tmp:
+        figure.savefig(tmp, format=path.suffix.lstrip("."), **options)
+    return path
 
 
 def write_report(
@@ -15,14 +31,11 @@ def write_report(
     if vector not in VECTOR_FORMATS:
         raise ValueError(f"vector format must be one of {VECTOR_FORMATS}, got {vector!r}")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     written = {"markdown": out / "table.md", "csv": out / "table.csv"}
-    written["markdown"].write_text(to_markdown(table), encoding="utf-8")
-    written["csv"].write_text(to_csv(table), encoding="utf-8")
+    write_text(written["markdown"], to_markdown(table))
+    write_text(written["csv"], to_csv(table))
     if chart:
         figure = plot_table(table)
-        written["chart"] = out / "chart.png"
-        figure.savefig(written["chart"], dpi=150)
-        written["chart_vector"] = out / f"chart.{vector}"
-        figure.savefig(written["chart_vector"])
+        written["chart"] = save_figure(figure, out / "chart.png", dpi=150)
+        written["chart_vector"] = save_figure(figure, out / f"chart.{vector}")
     return written

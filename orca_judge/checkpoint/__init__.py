@@ -1,9 +1,11 @@
 """Checkpoint directories: the one place that writes and reads them, and builds models from them.
 
 Every write goes through here: a full save (`save_model` / `write_checkpoint`, one atomic
-directory swap) and the later in-place updates of the config and metrics (`update_config`,
-`update_metrics`, each an atomic file replace). Every load goes through `load_model`.
-Modules: `atomic` (atomic files and folders), `native` (our layout), `published_format`
+directory swap that keeps the folder's other files; a non-empty folder that is not a checkpoint
+is refused unless `overwrite`) and the later in-place updates of the config and metrics
+(`update_config`, `update_metrics`, each an atomic file replace through `eval_common.outputs`).
+Every load goes through `load_model`.
+Modules: `atomic` (atomic folders and their clean-up), `native` (our layout), `published_format`
 (reading the authors' layout), `published` (recognising their judges, and the clamp),
 `adapter_keys` (matching saved LoRA weights to the backbone), `loading` (building a model).
 """

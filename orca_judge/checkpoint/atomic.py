@@ -1,7 +1,7 @@
-"""Atomic files and folders: readers see the old or the new version, never a half-written one.
+"""Atomic checkpoint folders: readers see the old or the new version, never a half-written one.
 
-A folder is written as a temporary sibling and swapped in with two renames; a file is
-written beside its target and moved over it. What a killed writer leaves behind (the
+A folder is written as a temporary sibling and swapped in with two renames; files go through
+the project's one writer (`eval_common.outputs`). What a killed writer leaves behind (the
 temporaries, or a `.NAME.old` between the two renames) is recovered or removed here too.
 """
 
@@ -13,25 +13,41 @@ import os
 import re
 import shutil
 import tempfile
-import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
+from eval_common.outputs import FULL_DISK, OutputError, write_text
+
 TMP_TAG = "tmp-"  # marks the temporary siblings atomic_dir creates, so they can be cleaned up
+# The one writer's temporaries (`.NAME.PID.XXXXXXXX.tmp`) and the resume state's older
+# `.state.pt.tmp`: a user's own `.notes.tmp` is not ours to delete.
+TEMPORARY = r"\..+\.\d+\.[0-9a-f]{8}\.tmp|\.state\.pt\.tmp"
 
 
 @contextlib.contextmanager
-def atomic_dir(target: str | Path) -> Iterator[Path]:
-    """Yield a temporary sibling directory that replaces `target` only if the block succeeds."""
+def atomic_dir(target: str | Path, owned: Collection[str] | None = None) -> Iterator[Path]:
+    """Yield a temporary sibling directory that replaces `target` only if the block succeeds.
+
+    With `owned` (the top-level names the writer owns), every other entry already in `target`
+    is moved into the new version first: replacing a folder never deletes files it did not
+    write. A full disk raises OutputError("disk full writing ...").
+    """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.{TMP_TAG}", dir=target.parent))
     try:
         yield tmp
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(error, OSError) and error.errno in FULL_DISK:
+            raise OutputError(f"disk full writing {target}") from None
         raise
+    # Renames within one folder: once the new version is complete, the rest moves across.
+    if owned is not None and target.is_dir():
+        for entry in target.iterdir():
+            if entry.name not in owned and not (tmp / entry.name).exists():
+                os.replace(entry, tmp / entry.name)
     old = target.with_name(f".{target.name}.old")
     shutil.rmtree(old, ignore_errors=True)
     if target.exists():
@@ -42,20 +58,7 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Replace a text file in one step: readers see the old or the new content, never a mix."""
-    path = Path(path)
-    # A unique sibling (same file system, so os.replace is atomic); os.open honours the
-    # umask, unlike mkstemp's private 0600 files.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_text(path, text)
 
 
 def json_text(data: Any) -> str:
@@ -84,11 +87,11 @@ def _remove(entry: Path) -> None:
 
 
 def clean_temporary_files(folder: str | Path) -> list[Path]:
-    """Remove hidden `.NAME...tmp` files that a killed atomic file write left in `folder`."""
+    """Remove the hidden temporary files that a killed atomic file write left in `folder`."""
     folder = Path(folder)
     if not folder.is_dir():
         return []
-    stale = [p for p in folder.iterdir() if re.fullmatch(r"\..+\.tmp", p.name) and p.is_file()]
+    stale = [p for p in folder.iterdir() if re.fullmatch(TEMPORARY, p.name) and p.is_file()]
     for entry in stale:
         _remove(entry)
     return stale

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from eval_common.outputs import check_output_folder
 from orca_judge.checkpoint.atomic import atomic_dir, atomic_write_json, atomic_write_text, json_text
 from orca_judge.checkpoint.contents import (
     CheckpointContents,
@@ -39,6 +40,8 @@ ADAPTER_DIR = "adapter"
 TOKENIZER_DIR = "tokenizer"
 METRICS_FILE = "metrics.json"
 CARD_FILE = "README.md"
+# The top-level names a native checkpoint consists of: replacing one touches nothing else.
+OWNED = frozenset({CONFIG_FILE, HEAD_FILE, ADAPTER_DIR, TOKENIZER_DIR, METRICS_FILE, CARD_FILE})
 
 MODEL_CARD = """---
 license: cc-by-4.0
@@ -76,11 +79,25 @@ def write_checkpoint(
     backbone_fingerprint: str,
     pooling: str,
     metrics: dict[str, Any] | None = None,
+    overwrite: bool = False,
 ) -> Path:
-    """Write a native checkpoint directory atomically."""
-    from safetensors.torch import save_file
+    """Write a native checkpoint directory atomically.
 
-    with atomic_dir(target) as tmp:
+    An existing checkpoint is replaced; a non-empty folder that is not one is refused unless
+    `overwrite`. Either way only the checkpoint's own files change: other files in the
+    folder are kept.
+    """
+    from safetensors.torch import save
+
+    check_output_folder(
+        target,
+        command="orca-judge",
+        flag="checkpoint folder",
+        overwrite=overwrite,
+        overwrite_flag="overwrite=True (orca-train/orca-average: --overwrite)",
+        is_own=is_native_checkpoint,
+    )
+    with atomic_dir(target, owned=OWNED) as tmp:
         meta = {
             "format": FORMAT,
             "config": config.to_dict(),
@@ -88,19 +105,26 @@ def write_checkpoint(
             "backbone": {"id": config.backbone, "fingerprint": backbone_fingerprint},
         }
         (tmp / CONFIG_FILE).write_text(json_text(meta))
-        save_file({k: v.detach().cpu().contiguous() for k, v in head.items()}, tmp / HEAD_FILE)
+        # Tensors serialised in memory, written as plain files: a full disk is an OSError.
+        (tmp / HEAD_FILE).write_bytes(
+            save({k: v.detach().cpu().contiguous() for k, v in head.items()})
+        )
         if adapter_config is not None:
             (tmp / ADAPTER_DIR).mkdir()
             adapter_config.save_pretrained(tmp / ADAPTER_DIR)
-            save_file(
-                {k: v.detach().cpu().contiguous() for k, v in adapter_state.items()},
-                tmp / ADAPTER_DIR / "adapter_model.safetensors",
+            (tmp / ADAPTER_DIR / "adapter_model.safetensors").write_bytes(
+                save({k: v.detach().cpu().contiguous() for k, v in adapter_state.items()})
             )
         tokenizer.save_pretrained(tmp / TOKENIZER_DIR)
         metrics = metrics or {}
         (tmp / METRICS_FILE).write_text(json_text(metrics))
         (tmp / CARD_FILE).write_text(model_card(config, backbone_fingerprint, pooling, metrics))
     return Path(target)
+
+
+def is_native_checkpoint(folder: Path) -> bool:
+    """Whether `folder` holds a native judge checkpoint (its `orca_judge.json`)."""
+    return (Path(folder) / CONFIG_FILE).is_file()
 
 
 def model_card(
@@ -137,8 +161,12 @@ def save_model(
     backbone_fingerprint: str,
     metrics: dict[str, Any] | None = None,
     adapter: tuple[Any, dict[str, torch.Tensor]] | None = None,
+    overwrite: bool = False,
 ) -> Path:
-    """Write an OrcaModel as a native checkpoint; `adapter` is needed once LoRA was merged."""
+    """Write an OrcaModel as a native checkpoint; `adapter` is needed once LoRA was merged.
+
+    `overwrite`: see `write_checkpoint` (a non-empty folder that is not a checkpoint).
+    """
     lora, state = adapter or peft_adapter(model.backbone) or (None, None)
     return write_checkpoint(
         target,
@@ -150,6 +178,7 @@ def save_model(
         backbone_fingerprint=backbone_fingerprint,
         pooling=model.pooling,
         metrics=metrics,
+        overwrite=overwrite,
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from eval_common.cli import add_json_flag, add_progress_flag, bool_arg, fail
 from eval_common.jsonio import write_jsonl
+from eval_common.outputs import OutputError, check_output_file
 
 PROG = "orca-score"
 
@@ -87,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None and not value >= low:
             return fail(PROG, f"{flag} must be >= {low}, got {value}")
     try:
+        if args.output:
+            inputs = [args.input, args.checkpoint, args.backbone]
+            check_output_file(args.output, inputs=inputs, flag="--output")
         items = load_items(args.input)
         judge = OrcaJudge.from_pretrained(
             args.checkpoint,
@@ -110,7 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     report["judge"] = setup
     rows = [p.to_dict() for p in preds]
     if args.output:
-        write_jsonl(args.output, rows)
+        try:
+            write_jsonl(args.output, rows)
+        except (OutputError, OSError) as err:
+            return fail(PROG, str(err))
     if args.json:
         print(json.dumps({"predictions": rows, "report": report}, indent=2))
         return 0

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from eval_common.cli import add_json_flag, add_seed_flag, fail
-from orca_judge.checkpoint import atomic_write_text
+from eval_common.outputs import check_output_file, write_text
 from orca_judge.data import DataError, load_items
 from orca_judge.training.synthetic import KINDS, build_synthetic_items
 
@@ -50,24 +50,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     output = Path(args.output)
     if output.suffix != ".jsonl":
         return fail(PROG, f"--output {output}: expected a .jsonl file name")
-    if output.is_dir():
-        return fail(PROG, f"--output {output} is a folder; name a .jsonl file")
-    if output.exists() and not args.overwrite:
-        return fail(PROG, f"--output {output} exists; pass --overwrite to replace it")
     try:
+        check_output_file(output, inputs=[args.source], flag="--output")
+        if output.exists() and not args.overwrite:
+            return fail(PROG, f"--output {output} exists; pass --overwrite to replace it")
         source = Path(args.source).resolve()
-        if source == output.resolve():
-            return fail(PROG, "--output is the source file; choose another file")
         items = load_items(source)
         if not items:
             return fail(PROG, f"{source}: holds no items")
         built, summary = build_synthetic_items(items, seed=args.seed, kinds=args.kinds)
-    except (DataError, ValueError) as err:
+        write_text(
+            output, "".join(json.dumps(it.as_dict(), ensure_ascii=False) + "\n" for it in built)
+        )
+    except (DataError, ValueError, OSError) as err:
         return fail(PROG, str(err))
-    output.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(
-        output, "".join(json.dumps(it.as_dict(), ensure_ascii=False) + "\n" for it in built)
-    )
     if args.json:
         print(
             json.dumps(

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from eval_common.outputs import check_output_folder
 from orca_judge.checkpoint import (
     CheckpointContents,
     CheckpointError,
@@ -154,14 +155,15 @@ def average_checkpoints(
         raise ValueError(f"averaging needs at least 2 checkpoints, got {len(paths)}")
     if len({p.resolve() for p in paths}) != len(paths):
         raise ValueError("a checkpoint is named twice; each judge must count once")
-    output = Path(output)
-    if output.exists() and any(output.iterdir()) and not overwrite:
-        raise ValueError(
-            f"{output}: exists and is not empty; pass --overwrite to replace it, or choose "
-            "another output"
-        )
-    if output.resolve() in {p.resolve() for p in paths}:
-        raise ValueError(f"{output}: is one of the checkpoints being averaged")
+    # Any non-empty folder needs --overwrite: an average never silently replaces a judge.
+    output = check_output_folder(
+        output,
+        command="orca-average",
+        flag="--output",
+        inputs=paths,
+        overwrite=overwrite,
+        is_own=lambda _: False,
+    )
     contents = [read_checkpoint(p) for p in paths]
     _check_compatible(contents, paths)
 
@@ -197,6 +199,7 @@ def average_checkpoints(
             ],
             "lora_truncation_error_max": max(errors, default=0.0),
         },
+        overwrite=True,
     )
     return AverageReport(
         output=output,

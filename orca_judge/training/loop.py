@@ -21,6 +21,7 @@ import torch
 
 from eval_common.cli import progress as progress_bar
 from eval_common.devices import peak_memory_mb, resolve_device
+from eval_common.outputs import check_output_folder
 from orca_judge import likelihoods
 from orca_judge.checkpoint import clean_interrupted, recover_interrupted, save_model
 from orca_judge.config import OrcaConfig
@@ -130,9 +131,15 @@ def save_best(
     fingerprint: str,
     metrics: dict[str, Any],
 ) -> None:
-    """Write the current weights as a native checkpoint."""
+    """Write the current weights as a native checkpoint (`_claim` made `output` ours)."""
     save_model(
-        output, model, tokenizer, config=cfg, backbone_fingerprint=fingerprint, metrics=metrics
+        output,
+        model,
+        tokenizer,
+        config=cfg,
+        backbone_fingerprint=fingerprint,
+        metrics=metrics,
+        overwrite=True,
     )
 
 
@@ -158,8 +165,6 @@ def _require_replaceable(output: Path, overwrite: bool) -> None:
     """Refuse to start a run whose first save would replace an existing, non-empty folder."""
     if not output.exists():
         return
-    if not output.is_dir():
-        raise RunConflictError(f"{output}: exists and is not a directory")
     if any(output.iterdir()) and not overwrite:
         raise RunConflictError(
             f"{output}: exists, is not empty and is not this run's resumable state; pass "
@@ -208,7 +213,14 @@ def train(
     """
     if keep_evaluations < 0:
         raise ValueError(f"keep_evaluations must be 0 or more, got {keep_evaluations}")
-    output = Path(output)
+    # A file, the current folder (`--output .`) or a training file's folder is never ours.
+    output = check_output_folder(
+        output,
+        command="orca-train",
+        flag="--output",
+        inputs=[v for k, v in (provenance or {}).items() if k.endswith("_file")],
+        overwrite=True,  # whether a non-empty folder may be replaced is decided by _claim
+    )
     folder = RunFolder(Path(run_dir) if run_dir else output.with_name(output.name + "-run"))
     cfg = cfg.replace(backbone=resolved_backbone(cfg.backbone))
     dev = resolve_device(device)

@@ -12,6 +12,7 @@ that, so a kill midway never leaves a half-deleted folder that looks like a chec
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from typing import Any
 
 import torch
 
+from eval_common.outputs import write_bytes
 from orca_judge.checkpoint import atomic_write_text, clean_temporary_files
 from orca_judge.config import OrcaConfig
 
@@ -198,10 +200,11 @@ class RunFolder:
             _discard(self.evaluations / f"step-{old:06d}")
 
     def save_state(self, state: dict[str, Any]) -> None:
-        """Replace the resume state in one step."""
-        tmp = self.state_path.with_name(f".{self.state_path.name}.tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, self.state_path)
+        """Replace the resume state in one step (a full disk: one line, no temporary left)."""
+        # Serialised in memory first: torch's own file writer reports a full disk vaguely.
+        buffer = io.BytesIO()
+        torch.save(state, buffer)
+        write_bytes(self.state_path, buffer.getvalue())
 
     def mark_done(self) -> None:
         """Record in the resume state that the run finished."""

@@ -189,7 +189,9 @@ def test_calibration_png_and_figures_from_an_lm_eval_orca_human_run(runs, capsys
     text = (tmp_path / "orca_calibration_orca_human.md").read_text()
     assert f"rho = {expected['rho']:.3f}" in text and "task orca_human" in text
     # A run without human ratings has no calibration to draw: a clear one-line error.
-    assert cli_report.main(["--orca-run", str(tmp_path), "--out", str(tmp_path)]) == 2
+    no_judge = tmp_path / "no-judge"  # a folder without ORCA results (not the --out folder)
+    no_judge.mkdir()
+    assert cli_report.main(["--orca-run", str(no_judge), "--out", str(tmp_path)]) == 2
     assert "no ORCA per-item results with human ratings" in capsys.readouterr().err
 
 

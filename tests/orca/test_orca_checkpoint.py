@@ -16,6 +16,7 @@ from orca_fixtures import (
 )
 from safetensors.torch import load_file
 
+from eval_common.outputs import OutputError
 from orca_judge import OrcaJudge
 from orca_judge.checkpoint import CheckpointError, load_model, update_config, update_metrics
 from orca_judge.judge import BackboneMismatchError
@@ -281,7 +282,7 @@ def test_an_update_that_fails_at_the_rename_leaves_the_old_file_and_no_debris(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", crash)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(OutputError, match=f"disk full writing .*{victim}"):
         update(root)
     assert _snapshot(root) == before
     assert json.loads((root / victim).read_text()) == json.loads(before[Path(victim)])

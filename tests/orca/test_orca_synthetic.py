@@ -138,7 +138,7 @@ def test_cli_writes_a_trainable_file_and_never_replaces_one(tmp_path, capsys):
     assert "expected a .jsonl file name" in capsys.readouterr().err
     (tmp_path / "dir.jsonl").mkdir()
     assert cli_synthesize.main([str(source), "--output", str(tmp_path / "dir.jsonl")]) == 2
-    assert "is a folder; name a .jsonl file" in capsys.readouterr().err
+    assert "is a folder; name a file" in capsys.readouterr().err
     (tmp_path / "empty.jsonl").write_text("\n")
     fresh = str(tmp_path / "fresh.jsonl")
     assert cli_synthesize.main([str(tmp_path / "empty.jsonl"), "--output", fresh]) == 2

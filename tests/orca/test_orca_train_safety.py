@@ -58,7 +58,10 @@ def test_an_existing_user_folder_is_refused_as_output_and_left_untouched(tmp_pat
     )
     assert sorted(p.name for p in precious.iterdir()) == [".chapter2.tex.tmp", "chapter1.tex"]
     assert cli_train.main(_argv(*data, precious, "--overwrite")) == 0
-    assert (precious / "orca_judge.json").exists() and not (precious / "chapter1.tex").exists()
+    # --overwrite writes the checkpoint's files into the folder; the user's files stay.
+    assert (precious / "orca_judge.json").exists()
+    assert (precious / "chapter1.tex").read_text() == "years of work"
+    assert (precious / ".chapter2.tex.tmp").read_text() == "an editor's backup"
 
 
 def test_rerunning_the_same_command_resumes_but_another_run_cannot_replace_the_checkpoint(

@@ -248,14 +248,14 @@ def test_report_names_the_newest_of_several_results_files_and_labels_override(
 
 
 def test_report_bad_inputs_exit_2_with_one_line_reason(tmp_path, capsys):
-    assert cli_report.main([str(tmp_path / "nope"), "--out", str(tmp_path)]) == 2
+    assert cli_report.main([str(tmp_path / "nope"), "--out", str(tmp_path / "report")]) == 2
     assert capsys.readouterr().err.strip().endswith("no such file or directory")
     (tmp_path / "empty").mkdir()
-    assert cli_report.main([str(tmp_path / "empty"), "--out", str(tmp_path)]) == 2
+    assert cli_report.main([str(tmp_path / "empty"), "--out", str(tmp_path / "report")]) == 2
     assert "no lm-eval results (results_*.json)" in capsys.readouterr().err
     bad = tmp_path / "results_2020-01-01T00-00-00.json"
     bad.write_text("{not json")
-    assert cli_report.main([str(bad), "--out", str(tmp_path)]) == 2
+    assert cli_report.main([str(bad), "--out", str(tmp_path / "report")]) == 2
     assert "malformed JSON" in capsys.readouterr().err
 
 
