@@ -71,3 +71,29 @@ def test_a_run_of_ours_that_fails_later_exits_one_not_zero(runs):
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     (line,) = [x for x in done.stderr.splitlines() if x.startswith("lmms-eval: error:")]
     assert line.startswith("lmms-eval: error: the run failed (") and "exit status 1" in line
+
+
+def test_a_failed_run_that_judged_with_orca_exits_one_and_other_runs_keep_lmms_evals_way(capsys):
+    from types import ModuleType
+
+    from orca_judge.lmms_eval import compat
+
+    evaluator, main = ModuleType("evaluator"), ModuleType("main")
+
+    def evaluate(lm: object, task_dict: dict) -> None:
+        raise RuntimeError("the judge ran out of memory")
+
+    evaluator.evaluate = evaluate
+    # prepare() finds an orca entry in a task that uses the metric, none elsewhere.
+    compat.patch_evaluate(evaluator, lambda tasks: ["orca settings"] if "judged" in tasks else [])
+    main.cli_evaluate_single = lambda args: evaluator.evaluate(None, task_dict={args: None})
+    compat.patch_cli(main, owns=lambda args: False)
+    with pytest.raises(SystemExit) as stopped:
+        main.cli_evaluate_single("judged")
+    assert stopped.value.code == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "lmms-eval: error: the run failed (RuntimeError: the judge ran out of memory); exit "
+        "status 1 (lmms-eval alone would exit 0)"
+    )
+    with pytest.raises(RuntimeError):  # not ours: lmms-eval's own handler sees it
+        main.cli_evaluate_single("other")
