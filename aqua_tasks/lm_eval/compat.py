@@ -33,9 +33,11 @@ A new lm-eval version is supported by changing the compat modules and that gate 
 from __future__ import annotations
 
 import functools
+import sys
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -178,7 +180,8 @@ def report_invalid_json(
         except ValueError as error:
             first = values[0] if isinstance(values, list | tuple) and values else values
             line = problem([str(option_string or self.dest), str(first)]) or str(error)
-            prog = str(getattr(parser, "prog", "lm_eval")).split()[0]
+            # The name the user typed (lm_eval, lm-eval or aqua-eval), as every other error says.
+            prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "lm_eval"
             raise SystemExit(fail(prog, line)) from None
 
     setattr(__call__, _REPORTS_JSON, True)

@@ -95,7 +95,7 @@ def test_replay_of_a_shorter_run_names_the_missing_items(refusals):
 
 
 def test_broken_metadata_json_names_the_flag_and_the_place(refusals):
-    assert _line(refusals["lm_eval_json"], "lm-eval").startswith(
+    assert _line(refusals["lm_eval_json"], "lm_eval").startswith(
         """--metadata: invalid JSON '{"data_dir": ' (Expecting value at line 1 column 14)"""
     )
     assert _line(refusals["aqua_eval_json"], "aqua-eval").startswith(
