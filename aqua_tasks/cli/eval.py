@@ -6,8 +6,14 @@ import sys
 from collections.abc import Sequence
 
 from aqua_tasks.lm_eval.compat import harness_cli, lm_eval_problem
+from aqua_tasks.lm_eval.harness_errors import json_flag_problem
 from aqua_tasks.lm_eval.registration import register_all, task_config_dir
-from aqua_tasks.lm_eval.run import check_run_settings, command_line_run, report, user_errors
+from aqua_tasks.lm_eval.run import (
+    check_run_settings,
+    command_line_run,
+    harness_refusal,
+    report,
+)
 from eval_common.cli import fail
 
 PROG = "aqua-eval"
@@ -37,6 +43,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     saved_argv = sys.argv
     # lm-eval's parser reads sys.argv itself (it inserts the implicit `run` subcommand there).
     sys.argv = [PROG, *(sys.argv[1:] if argv is None else argv)]
+    bad_json = json_flag_problem(sys.argv[1:])
+    if bad_json:
+        sys.argv = saved_argv
+        return fail(PROG, bad_json)
+    args = None
     try:
         with command_line_run() as record:
             parser = harness_cli(
@@ -46,19 +57,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "Flags are lm-eval's.",
             )
             args = parser.parse_args()
-            check_run_settings(args)
             if getattr(args, "model", None) in MODEL_ALIASES:
                 ours = MODEL_ALIASES[args.model]
                 print(f"{PROG}: --model {args.model} runs {ours} ({ALIAS_REASON})", file=sys.stderr)
                 args.model = ours
+            check_run_settings(args)
             if hasattr(args, "include_path"):
                 # The CLI accepts one folder; lm-eval's TaskManager accepts a list, ours first.
                 extra = args.include_path
                 args.include_path = [str(task_config_dir())] + ([extra] if extra else [])
             parser.execute(args)
-    except user_errors() as err:
+    except Exception as err:
         # Bad settings or data are the user's to fix: one line, not a traceback.
-        return fail(PROG, str(err))
+        line = harness_refusal(err, args)
+        if line is None:
+            raise
+        return fail(PROG, line)
     finally:
         sys.argv = saved_argv
     return report(record, PROG)

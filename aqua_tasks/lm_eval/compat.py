@@ -15,7 +15,13 @@ its CLI computes; AQUA gets them here, from internals of lm-eval 0.4.13:
   time through the package's lazy module `__getattr__`, and drops its results; an attribute
   of the package shadows it for the duration of a run;
 - `before_first_simple_evaluate`: `lm_eval.evaluator.simple_evaluate`, looked up at call time;
-- `harness_cli`: `HarnessCLI`'s argparse parser is its private `_parser`.
+- `harness_cli`: `HarnessCLI`'s argparse parser is its private `_parser`;
+- `known_task_names`: the `all_tasks` of the last TaskManager built (recorded by the
+  `index_task_folder` wrapper), for "did you mean" hints;
+- `load_task_yaml`: `lm_eval.tasks._yaml_loader.load_yaml(path, resolve_func=False,
+  recursive=True)`, the call lm-eval's task indexer makes (it skips a file it raises on);
+- `report_invalid_json`: wraps `lm_eval._cli.utils.MergeDictAction.__call__`, which raises a
+  bare ValueError for a `--metadata` / `--model_args` value that is broken JSON.
 
 Which versions: `eval_common.harness_versions`, the range pyproject.toml requires
 (`lm-eval>=0.4.13,<0.5`), tested with 0.4.13. Outside it the start-up hook patches nothing
@@ -27,17 +33,24 @@ A new lm-eval version is supported by changing the compat modules and that gate 
 from __future__ import annotations
 
 import functools
+import sys
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from eval_common.cli import fail
 from eval_common.harness_versions import unsupported_version
 
 # Attributes of our wrappers, so that patching twice is a no-op.
 _INDEXES_AQUA = "_indexes_aqua_tasks"
 _FILTERS_MATCHES = "_filters_aqua_matches"
 _EXTENDED = "_aqua_extended"
+_REPORTS_JSON = "_aqua_reports_json"
+# The last TaskManager built: its task names are the "did you mean" candidates.
+_LAST_TASK_MANAGER: list[weakref.ref] = []
 
 IncludePath = Callable[[Any, bool], Any]
 # choose(patterns, matches, metadata): the matches to keep.
@@ -68,6 +81,7 @@ def index_task_folder(task_manager_cls: type, folders: IncludePath) -> None:
         metadata: dict | None = None,
     ) -> None:
         init(self, verbosity, folders(include_path, include_defaults), include_defaults, metadata)
+        _LAST_TASK_MANAGER[:] = [weakref.ref(self)]
 
     setattr(__init__, _INDEXES_AQUA, True)
     task_manager_cls.__init__ = __init__
@@ -135,3 +149,40 @@ def harness_cli(prog: str, description: str) -> Any:
     parser._parser.prog = prog
     parser._parser.description = description
     return parser
+
+
+def known_task_names() -> list[str]:
+    """The task names the last TaskManager built knows ([] before any)."""
+    manager = _LAST_TASK_MANAGER[0]() if _LAST_TASK_MANAGER else None
+    return list(getattr(manager, "all_tasks", None) or [])
+
+
+def load_task_yaml(path: Any) -> Any:
+    """A task YAML read as lm-eval's indexer reads it; raises what makes the indexer skip it."""
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    return load_yaml(path, resolve_func=False, recursive=True)
+
+
+def report_invalid_json(
+    utils_module: ModuleType, problem: Callable[[list[str]], str | None]
+) -> None:
+    """lm-eval's dict flags print `problem([flag, value])` and exit 2 on broken JSON; idempotent."""
+    action_cls = utils_module.MergeDictAction
+    call = action_cls.__call__
+    if getattr(call, _REPORTS_JSON, False):
+        return
+
+    @functools.wraps(call)
+    def __call__(self: Any, parser: Any, namespace: Any, values: Any, option_string: Any = None):
+        try:
+            return call(self, parser, namespace, values, option_string)
+        except ValueError as error:
+            first = values[0] if isinstance(values, list | tuple) and values else values
+            line = problem([str(option_string or self.dest), str(first)]) or str(error)
+            # The name the user typed (lm_eval, lm-eval or aqua-eval), as every other error says.
+            prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "lm_eval"
+            raise SystemExit(fail(prog, line)) from None
+
+    setattr(__call__, _REPORTS_JSON, True)
+    action_cls.__call__ = __call__

@@ -58,6 +58,9 @@ def on_evaluator(module: ModuleType) -> None:
 
 def on_cli_run(module: ModuleType) -> None:
     """lm_eval._cli.run imported: `lm_eval run` gets aqua-eval's checks, judge output and table."""
+    from aqua_tasks.lm_eval.compat import report_invalid_json
+    from aqua_tasks.lm_eval.harness_errors import json_flag_problem
     from aqua_tasks.lm_eval.run import extend_run_command
 
     extend_run_command(module.Run)
+    report_invalid_json(sys.modules["lm_eval._cli.utils"], json_flag_problem)

@@ -76,19 +76,61 @@ def user_errors() -> tuple[type[Exception], ...]:
     from aqua_tasks.core.data import AquaDataError
     from aqua_tasks.lm_eval.results import UncollectedOutcomesError
     from aqua_tasks.models.api.client import EndpointError
+    from aqua_tasks.models.model_args import ModelArgumentError
     from orca_judge.metric.settings import OrcaMetricError
 
-    return (OrcaMetricError, AquaDataError, AudioFileError, EndpointError, UncollectedOutcomesError)
+    return (
+        OrcaMetricError,
+        AquaDataError,
+        AudioFileError,
+        EndpointError,
+        UncollectedOutcomesError,
+        ModelArgumentError,
+    )
+
+
+def harness_refusal(error: Exception, args: Any) -> str | None:
+    """The one line for an error that is the user's to fix (ours or lm-eval's), else None."""
+    from aqua_tasks.lm_eval.compat import known_task_names
+    from aqua_tasks.lm_eval.harness_errors import missing_tasks_message
+    from aqua_tasks.lm_eval.registration import task_config_dir
+
+    if isinstance(error, user_errors()):
+        return str(error)
+    if isinstance(error, ValueError):
+        include = getattr(args, "include_path", None) or []
+        folders = [include] if isinstance(include, str) else list(include)
+        ours = str(task_config_dir())
+        return missing_tasks_message(
+            error, known_task_names(), [f for f in folders if str(f) != ours]
+        )
+    return None
 
 
 def check_run_settings(args: Any) -> None:
-    """Raise AquaDataError for `--metadata` an AQUA run cannot use (no-op for other tasks)."""
+    """Refuse, before lm-eval indexes tasks, `--metadata` an AQUA run cannot use
+    (AquaDataError) and bad model arguments of this package's models (ModelArgumentError)."""
     from aqua_tasks.core.run_settings import check_aqua_metadata, selects_aqua_tasks
 
-    if getattr(args, "command", "run") == "run" and selects_aqua_tasks(
-        getattr(args, "tasks", None)
-    ):
+    if getattr(args, "command", "run") != "run":
+        return
+    if selects_aqua_tasks(getattr(args, "tasks", None)):
         check_aqua_metadata(getattr(args, "metadata", None))
+    check_model_args(args)
+
+
+def check_model_args(args: Any) -> None:
+    """ModelArgumentError for a bad model argument of one of our models; loads no model."""
+    from aqua_tasks.models.baselines import MODELS
+
+    cls = MODELS.get(str(getattr(args, "model", "") or ""))
+    model_args = getattr(args, "model_args", None)
+    if cls is None or not isinstance(model_args or {}, dict):
+        return  # lm-eval's own models check their own arguments
+    harness = {
+        name: getattr(args, name, None) for name in ("batch_size", "max_batch_size", "device")
+    }
+    cls.check_model_args(dict(model_args or {}), harness)
 
 
 def report(record: CliRun, prog: str) -> int:
@@ -117,9 +159,10 @@ def extend_run_command(run_cls: type, prog: str = "lm_eval") -> None:
             with command_line_run() as record:
                 execute(args)
         except Exception as err:
-            if not isinstance(err, user_errors()):
+            line = harness_refusal(err, args)
+            if line is None:
                 raise
-            sys.exit(fail(prog, str(err)))
+            sys.exit(fail(prog, line))
         status = report(record, prog)
         if status:
             sys.exit(status)

@@ -30,15 +30,19 @@ def on_evaluator(module: ModuleType) -> None:
 
 def on_cli(module: ModuleType) -> None:
     """lmms_eval.__main__ imported: bad input to our tasks, models or judge (no data folder,
-    a missing clip, a misconfigured judge) ends the run with one line and exit status 2 instead
-    of lmms-eval's traceback and exit 0."""
+    a bad AQUA_METADATA or model argument, a missing clip, a misconfigured judge) ends the run
+    with one line and exit status 2 instead of lmms-eval's traceback and exit 0 (settings are
+    checked before lmms-eval indexes its tasks); any other failure of a run with our tasks,
+    models or metric orca exits 1."""
     from aqua_tasks.audio.clips import AudioFileError
     from aqua_tasks.core.data import AquaDataError
+    from aqua_tasks.lmms_eval.compat import filter_task_matches
+    from aqua_tasks.lmms_eval.run_checks import check_cli_run, is_own_run
+    from aqua_tasks.lmms_eval.task import choose_task_matches
+    from aqua_tasks.models.model_args import ModelArgumentError
     from orca_judge.checkpoint import CheckpointError
     from orca_judge.lmms_eval.compat import patch_cli
 
-    patch_cli(module, (AquaDataError, AudioFileError, CheckpointError))
-    from aqua_tasks.lmms_eval.compat import filter_task_matches
-    from aqua_tasks.lmms_eval.task import choose_task_matches
-
+    errors = (AquaDataError, AudioFileError, CheckpointError, ModelArgumentError)
+    patch_cli(module, errors, check=check_cli_run, owns=is_own_run)
     filter_task_matches(module.TaskManager, choose_task_matches)

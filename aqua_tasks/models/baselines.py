@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Mapping
 
 from lm_eval.api.instance import Instance
@@ -11,6 +12,7 @@ from tqdm import tqdm
 
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.models.hf_audio_lm import AudioLM
+from aqua_tasks.models.model_args import ModelArgumentError, bounded_int, refuse_unknown
 from aqua_tasks.runs import read_run, require_aqua_items
 
 
@@ -34,11 +36,17 @@ class AquaBaselineLM(LM):
     # Arguments lm-eval passes to every model; meaningless for a baseline.
     HARNESS_ARGS = frozenset({"batch_size", "max_batch_size", "device"})
 
+    NAME = "aqua-baseline"  # the registered name, set on each subclass
+    OWN_ARGS: tuple[str, ...] = ()  # model arguments of the subclass's own
+
     def __init__(self, **kwargs: object) -> None:
         super().__init__()
-        unknown = sorted(set(kwargs) - self.HARNESS_ARGS)
-        if unknown:
-            raise ValueError(f"{type(self).__name__}: unknown model_args {', '.join(unknown)}")
+        refuse_unknown(self.NAME, set(kwargs) - self.HARNESS_ARGS, self.OWN_ARGS)
+
+    @classmethod
+    def check_model_args(cls, arg_dict: dict, additional_config: dict | None = None) -> None:
+        """ModelArgumentError for the first bad model argument (building a baseline is cheap)."""
+        cls.create_from_arg_obj(arg_dict, additional_config)
 
     def answer(self, request: Instance) -> str:
         """The reply to one request."""
@@ -72,6 +80,8 @@ class AquaBaselineLM(LM):
 class AlwaysRejectLM(AquaBaselineLM):
     """Always answers the last option, where AQUA puts the rejection option."""
 
+    NAME = "aqua-always-reject"
+
     def answer(self, request: Instance) -> str:
         """The last option as '(e) text'."""
         doc = _doc(request)
@@ -81,6 +91,8 @@ class AlwaysRejectLM(AquaBaselineLM):
 class FirstOptionLM(AquaBaselineLM):
     """Always answers option (a)."""
 
+    NAME = "aqua-first-option"
+
     def answer(self, request: Instance) -> str:
         """The first option as '(a) text'."""
         return _option_reply(_doc(request), 0)
@@ -89,9 +101,12 @@ class FirstOptionLM(AquaBaselineLM):
 class RandomOptionLM(AquaBaselineLM):
     """Answers a uniformly random option, reproducible per (seed, task, item)."""
 
+    NAME = "aqua-random"
+    OWN_ARGS = ("seed",)
+
     def __init__(self, seed: int | str = 0, **kwargs: object) -> None:
         super().__init__(**kwargs)
-        self.seed = int(seed)
+        self.seed = bounded_int("seed", seed)
 
     def answer(self, request: Instance) -> str:
         """A seeded random option; independent of batch order and --limit."""
@@ -103,12 +118,15 @@ class RandomOptionLM(AquaBaselineLM):
 class ReplayLM(AquaBaselineLM):
     """Answers with replies saved earlier, looked up by task and item id."""
 
+    NAME = "aqua-replay"
+    OWN_ARGS = ("path", "data_dir")
+
     def __init__(
         self, path: str | None = None, data_dir: str | None = None, **kwargs: object
     ) -> None:
         super().__init__(**kwargs)
         if not path:
-            raise ValueError(
+            raise ModelArgumentError(
                 "aqua-replay needs the saved replies: --model_args path=RESULTS "
                 "(an lm-eval --log_samples folder/file or the authors' results JSON; an "
                 "lmms-eval one with data_dir=DATA, the released files it was made from)"
@@ -116,6 +134,7 @@ class ReplayLM(AquaBaselineLM):
         self.path = str(path)
         run = read_run(self.path, data_dir=data_dir or None)
         self.replies = {r.key: r.reply for r in require_aqua_items(run)}
+        self.saved = Counter(task for task, _ in self.replies)
 
     def answer(self, request: Instance) -> str:
         """The saved reply of this task's item."""
@@ -129,12 +148,20 @@ class ReplayLM(AquaBaselineLM):
             if (r.task_name, int(_doc(r)["id"])) not in self.replies
         ]
         if missing:
-            shown = ", ".join(f"{task}#{item}" for task, item in missing[:5])
-            raise ValueError(
-                f"aqua-replay: {len(missing)} requested items have no saved reply in "
-                f"{self.path} (e.g. {shown}); replies are matched by task name and item id"
-            )
+            raise ModelArgumentError(self._missing_message(missing, len(requests)))
         return super().generate_until(requests, disable_tqdm)
+
+    def _missing_message(self, missing: list[tuple[str, int]], requested: int) -> str:
+        """One line: how many requested items the run lacks, which, and what to do."""
+        shown = ", ".join(f"{task} id {item}" for task, item in missing[:5])
+        tasks = sorted({task for task, _ in missing})
+        saved = ", ".join(f"{task}: {self.saved.get(task, 0)}" for task in tasks)
+        return (
+            f"aqua-replay: path={self.path!r} has no saved reply for {len(missing)} of the "
+            f"{requested} requested items (e.g. {shown}; saved items per task: {saved}); "
+            "replay only what the saved run answered (the same --tasks and --limit) or give "
+            "a run that holds every requested item"
+        )
 
 
 MODELS: dict[str, type[LM]] = {

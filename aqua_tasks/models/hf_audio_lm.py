@@ -9,6 +9,7 @@ hf_audio_lm_batching.py and what a run records in hf_audio_lm_record.py.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import Mapping
@@ -51,7 +52,8 @@ from aqua_tasks.models.hf_audio_lm_record import (
     journal_setting,
     peak_memory_mb,
 )
-from aqua_tasks.models.hf_audio_lm_settings import AudioLMSettings, positive_int
+from aqua_tasks.models.hf_audio_lm_settings import AudioLMSettings
+from aqua_tasks.models.model_args import harness_settings, positive_int, refuse_unknown
 from aqua_tasks.models.reply_journal import ReplyJournal, request_key
 
 if TYPE_CHECKING:
@@ -192,13 +194,16 @@ class AudioLM(LM):
     @classmethod
     def create_from_arg_obj(cls, arg_dict: dict, additional_config: dict | None = None):
         """Build from a dict of model args; its keys win over the CLI's batch_size/device."""
+        return cls(**cls.model_kwargs(arg_dict, additional_config))
+
+    @classmethod
+    def model_kwargs(cls, arg_dict: dict, additional_config: dict | None = None) -> dict:
+        """The constructor's arguments: model_args (unknown names refused) over the CLI's."""
+        accepted = set(inspect.signature(cls.__init__).parameters) - {"self"}
+        refuse_unknown("aqua-audiolm", arg_dict, accepted)
         # lm-eval's CLI always sends batch_size (default 1): without this merge,
         # `--model_args ...,batch_size=8` fails with "multiple values for 'batch_size'".
-        harness = {
-            k: v
-            for k, v in (additional_config or {}).items()
-            if v is not None and k in cls.HARNESS_ARGS and k not in arg_dict
-        }
+        harness = harness_settings(cls.HARNESS_ARGS, arg_dict, additional_config)
         if "device" in harness:
             from eval_common.devices import resolve_device
 
@@ -209,7 +214,20 @@ class AudioLM(LM):
             except ValueError as error:
                 logger.warning("aqua-audiolm: %s; using device=auto", error)
                 harness["device"] = "auto"
-        return cls(**arg_dict, **harness)
+        return {**arg_dict, **harness}
+
+    @classmethod
+    def check_model_args(cls, arg_dict: dict, additional_config: dict | None = None) -> None:
+        """ModelArgumentError for the first bad model argument; loads nothing."""
+        kwargs = cls.model_kwargs(arg_dict, additional_config)
+        parameters = inspect.signature(cls.__init__).parameters
+        AudioLMSettings.from_model_args(
+            **{
+                name: kwargs.get(name, parameter.default)
+                for name, parameter in parameters.items()
+                if name not in ("self", "max_batch_size")
+            }
+        )
 
     @property
     def device(self) -> torch.device:

@@ -12,22 +12,29 @@ from pathlib import Path
 from typing import Any
 
 from aqua_tasks.models.data_parallel import parse_max_memory
+from aqua_tasks.models.model_args import (
+    ModelArgumentError,
+    checked_device,
+    checked_pretrained,
+    positive_int,
+)
 from aqua_tasks.models.reply_journal import default_cache_dir
 from eval_common.cli import parse_bool
 
 # reply_cache values that turn the reply journal off.
 JOURNAL_OFF = ("off", "false", "no", "none", "0")
+# Why there is no batch_size=auto: a batch that runs out of memory is halved as it runs.
+NO_AUTO_BATCH = (
+    "batch_size={value!r}: aqua-audiolm takes an integer >= 1, not 'auto' (a batch that runs "
+    "out of memory is halved and the run goes on, so start high, e.g. batch_size=16)"
+)
 
 
-def positive_int(name: str, value: object) -> int:
-    """A model argument that must be a positive integer."""
-    try:
-        number = int(str(value))
-    except ValueError:
-        number = 0
-    if number <= 0:
-        raise ValueError(f"{name}={value!r}: expected a positive integer")
-    return number
+def batch_size_of(value: object) -> int:
+    """`batch_size` as an integer >= 1; `auto` is refused saying why and what to give."""
+    if str(value).strip().lower().startswith("auto"):
+        raise ModelArgumentError(NO_AUTO_BATCH.format(value=value))
+    return positive_int("batch_size", value)
 
 
 @dataclass(frozen=True)
@@ -62,23 +69,34 @@ class AudioLMSettings:
         max_memory: str | None,
         reply_cache: str | None,
     ) -> AudioLMSettings:
-        """Settings from raw model arguments; ValueError naming the first bad one."""
+        """Settings from raw model arguments; ModelArgumentError naming the first bad one."""
         if not pretrained:
-            raise ValueError(
+            raise ModelArgumentError(
                 "aqua-audiolm needs a model: --model_args pretrained=<hub id or folder>"
             )
-        batch = positive_int("batch_size", batch_size)
+        batch = batch_size_of(batch_size)
         max_new = None if max_gen_toks is None else positive_int("max_gen_toks", max_gen_toks)
-        memory = parse_max_memory(max_memory)
+        try:
+            memory = parse_max_memory(max_memory)
+        except ValueError as error:
+            raise ModelArgumentError(str(error)) from None
         if memory is not None and not device_map:
-            raise ValueError("max_memory=... needs device_map (e.g. device_map=auto)")
+            raise ModelArgumentError("max_memory=... needs device_map (e.g. device_map=auto)")
+        from eval_common.devices import DTYPES  # torch: only once the cheap checks passed
+
+        if dtype is not None and str(dtype).strip().lower() not in DTYPES:
+            raise ModelArgumentError(f"dtype={dtype!r}: expected one of {', '.join(DTYPES)}")
+        try:
+            trust = parse_bool("trust_remote_code", trust_remote_code)
+        except ValueError as error:
+            raise ModelArgumentError(str(error)) from None
         return cls(
-            pretrained=str(pretrained),
-            device=device,
+            pretrained=checked_pretrained(pretrained),
+            device=None if device_map else checked_device(device),
             dtype=dtype,
             batch_size=batch,
             max_gen_toks=max_new,
-            trust_remote_code=parse_bool("trust_remote_code", trust_remote_code),
+            trust_remote_code=trust,
             system_prompt=system_prompt or None,
             revision=revision,
             device_map=device_map or None,

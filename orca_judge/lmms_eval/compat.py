@@ -14,8 +14,11 @@ what it needs here:
 - `patch_task_output`: `TaskOutput.calculate_aggregate_metric` aggregates its
   `sample_metrics` ({(metric, filter): values}) of the task named `task_name`; the wrapper
   hands the values on as `SitedValues` labelled with both, which is all an aggregation sees;
-- `patch_cli`: the command-line run ends with one line (exit 2) on a misconfigured judge,
-  where lmms-eval would print a traceback and exit 0.
+- `patch_cli`: wraps `lmms_eval.__main__.cli_evaluate_single(args)`, which `cli_evaluate`
+  calls once per run inside an `except Exception` that prints a traceback and exits 0: a
+  caller's checks run first (before lmms-eval's task indexing), a misconfigured judge or a
+  caller's bad-input error ends the run with one line (exit 2), and any other failure of a
+  run that used `metric: orca` (or that the caller owns) ends with its traceback and exit 1.
 
 The built task itself has lm-eval's layout (`_metric_fn_list`, `_aggregation_list`, ...), so
 `orca_judge.lm_eval.compat.predict_only` / `take_over_metric` / `built_tasks` serve both.
@@ -30,6 +33,7 @@ from __future__ import annotations
 import collections
 import functools
 import sys
+import traceback
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
@@ -51,6 +55,8 @@ PATCH_MARK = "_orca_lmms_patched"
 GENERATIVE_OUTPUT_TYPES = frozenset({"generate_until"})
 
 Prepare = Callable[[Mapping[str, Any]], object]
+# One entry per evaluation of the current command-line run that judged with orca.
+_ORCA_RUNS: list[bool] = []
 
 
 def lmms_eval_version() -> str | None:
@@ -90,9 +96,15 @@ def patch_evaluate(evaluator: ModuleType, prepare: Prepare) -> None:
         return
     current = getattr(current, "__wrapped__", current) if hasattr(current, PATCH_MARK) else current
 
+    def prepare_and_note(task_dict: Mapping[str, Any]) -> object:
+        found = prepare(task_dict)
+        if found:
+            _ORCA_RUNS.append(True)  # a failure of this run must not exit 0 (patch_cli)
+        return found
+
     @functools.wraps(current)
     def evaluate(*args: Any, **kwargs: Any) -> Any:
-        with judged_evaluation(prepare, evaluate_task_dict(args, kwargs)):
+        with judged_evaluation(prepare_and_note, evaluate_task_dict(args, kwargs)):
             return current(*args, **kwargs)
 
     setattr(evaluate, PATCH_MARK, prepare)
@@ -145,23 +157,41 @@ def patch_task_output() -> None:
     TaskOutput.calculate_aggregate_metric = calculate_aggregate_metric
 
 
-def patch_cli(main: ModuleType, errors: tuple[type[BaseException], ...] = ()) -> None:
-    """lmms-eval's command-line run: a misconfigured judge (or any of `errors`, the plugin's
-    own bad-input errors) ends the run with one line and exit status 2."""
+def patch_cli(
+    main: ModuleType,
+    errors: tuple[type[BaseException], ...] = (),
+    check: Callable[[Any], None] | None = None,
+    owns: Callable[[Any], bool] | None = None,
+) -> None:
+    """lmms-eval's command-line run: `check(args)` first; a misconfigured judge (or any of
+    `errors`, the caller's bad-input errors) ends it with one line and exit status 2; any
+    other failure of an orca run, or of a run `owns(args)`, with its traceback and exit 1."""
     current = getattr(main, "cli_evaluate_single", None)
     if current is None or hasattr(current, PATCH_MARK):
         return
     stopping = (OrcaMetricError, *errors)
 
     @functools.wraps(current)
-    def cli_evaluate_single(*args: Any, **kwargs: Any) -> Any:
+    def cli_evaluate_single(args: Any = None, *rest: Any, **kwargs: Any) -> Any:
+        _ORCA_RUNS.clear()
         try:
-            return current(*args, **kwargs)
+            if check is not None:
+                check(args)
+            return current(args, *rest, **kwargs)
         except stopping as err:
             # lmms-eval would print a traceback and carry on (exit 0), which a CI job reads as
             # success; SystemExit passes its handler.
             sys.stderr.write(f"lmms-eval: error: {err}\n")
             raise SystemExit(2) from None
+        except Exception as err:
+            if not (_ORCA_RUNS or (owns is not None and owns(args))):
+                raise
+            traceback.print_exc()
+            sys.stderr.write(
+                f"lmms-eval: error: the run failed ({type(err).__name__}: {err}); "
+                "exit status 1 (lmms-eval alone would exit 0)\n"
+            )
+            raise SystemExit(1) from None
 
     setattr(cli_evaluate_single, PATCH_MARK, True)
     main.cli_evaluate_single = cli_evaluate_single

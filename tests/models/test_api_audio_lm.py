@@ -352,7 +352,7 @@ def test_model_args_are_checked_with_one_clear_error():
         OpenAIAudioChatLM(base_url="http://localhost:8000/v1/chat/completions")
     with pytest.raises(ValueError, match="audio_format='mp3'"):
         OpenAIAudioChatLM(base_url="http://h/v1/chat/completions", model="m", audio_format="mp3")
-    with pytest.raises(ValueError, match="unknown model_args tokenizer_backend"):
+    with pytest.raises(ValueError, match=r"unknown model argument\(s\) tokenizer_backend"):
         OpenAIAudioChatLM.create_from_arg_string(
             "base_url=http://h/v1/chat/completions,model=m,tokenizer_backend=none"
         )

@@ -46,8 +46,11 @@ def test_model_args_given_as_strings_become_typed_settings():
     ("changes", "message"),
     [
         ({"pretrained": None}, "needs a model: --model_args pretrained="),
-        ({"batch_size": "auto"}, "batch_size='auto': expected a positive integer"),
-        ({"max_gen_toks": 0}, "max_gen_toks=0: expected a positive integer"),
+        (
+            {"batch_size": "auto"},
+            "batch_size=.auto.: aqua-audiolm takes an integer >= 1, not .auto.",
+        ),
+        ({"max_gen_toks": 0}, "max_gen_toks=0: expected an integer >= 1"),
         ({"max_memory": "cpu:2GiB"}, r"max_memory=\.\.\. needs device_map"),
         ({"trust_remote_code": "maybe"}, "trust_remote_code='maybe': expected true/false"),
     ],

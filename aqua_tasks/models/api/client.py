@@ -44,7 +44,14 @@ from aqua_tasks.models.api.payload import (
     wav_bytes,
 )
 from aqua_tasks.models.audio_prompts import cut_at_stop, request_clips
-from aqua_tasks.models.hf_audio_lm_settings import positive_int
+from aqua_tasks.models.model_args import (
+    ModelArgumentError,
+    bounded_int,
+    finite_number,
+    harness_settings,
+    positive_int,
+    refuse_unknown,
+)
 from eval_common.cli import parse_bool, progress
 
 NAME = "openai-audio-chat"
@@ -86,24 +93,12 @@ class ApiRunStats:
         }
 
 
-def _number(name: str, value: object, *, minimum: float = 0.0) -> float:
+def parse_model_bool(name: str, value: object) -> bool:
+    """A boolean model argument (true/false, yes/no, on/off, 1/0)."""
     try:
-        number = float(str(value))
-    except ValueError:
-        number = float("nan")
-    if not number >= minimum:
-        raise ValueError(f"{name}={value!r}: expected a number >= {minimum:g}")
-    return number
-
-
-def _count(name: str, value: object) -> int:
-    try:
-        number = int(str(value))
-    except ValueError:
-        number = -1
-    if number < 0:
-        raise ValueError(f"{name}={value!r}: expected an integer >= 0")
-    return number
+        return parse_bool(name, value)
+    except ValueError as error:
+        raise ModelArgumentError(str(error)) from None
 
 
 def check_base_url(base_url: object) -> str:
@@ -111,12 +106,12 @@ def check_base_url(base_url: object) -> str:
     url = str(base_url or "")
     parsed = urllib.parse.urlsplit(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ValueError(
+        raise ModelArgumentError(
             f"{NAME} needs base_url=<the full chat-completions URL>, e.g. "
             f"http://localhost:8000/v1/chat/completions; got {url!r}"
         )
     if parsed.path.rstrip("/").endswith("/v1") or parsed.path in ("", "/"):
-        raise ValueError(
+        raise ModelArgumentError(
             f"base_url={url!r} is the server's root; give the full chat-completions URL: "
             f"{url.rstrip('/')}{'' if parsed.path.rstrip('/') else '/v1'}/chat/completions"
         )
@@ -164,17 +159,15 @@ class OpenAIAudioChatLM(LM):
         super().__init__()
         self.base_url = check_base_url(base_url)
         if not model:
-            raise ValueError(
+            raise ModelArgumentError(
                 f"{NAME} needs model=<the server's model name>, e.g. "
                 "model=Qwen/Qwen2-Audio-7B-Instruct for `vllm serve Qwen/Qwen2-Audio-7B-Instruct`"
             )
         self.model = str(model)
         self.num_concurrent = positive_int("num_concurrent", num_concurrent)
-        self.timeout = _number("timeout", timeout)
-        if self.timeout <= 0:
-            raise ValueError(f"timeout={timeout!r}: expected seconds > 0")
+        self.timeout = finite_number("timeout", timeout, open_interval=True)
         if audio_format not in AUDIO_FORMATS:
-            raise ValueError(
+            raise ModelArgumentError(
                 f"audio_format={audio_format!r}: expected one of {', '.join(AUDIO_FORMATS)}"
             )
         self.audio_format = audio_format
@@ -184,28 +177,28 @@ class OpenAIAudioChatLM(LM):
         )
         self.sampling: dict[str, Any] = {}
         if temperature is not None:  # `temperature=none` for models that refuse the field
-            self.sampling["temperature"] = _number("temperature", temperature)
+            self.sampling["temperature"] = finite_number("temperature", temperature)
         if top_p is not None:
-            self.sampling["top_p"] = _number("top_p", top_p)
+            self.sampling["top_p"] = finite_number("top_p", top_p)
         if seed is not None:
-            self.sampling["seed"] = _count("seed", seed)
+            self.sampling["seed"] = bounded_int("seed", seed)
         if token_limit_field not in TOKEN_LIMIT_FIELDS:
-            raise ValueError(
+            raise ModelArgumentError(
                 f"token_limit_field={token_limit_field!r}: expected one of "
                 f"{', '.join(TOKEN_LIMIT_FIELDS)}"
             )
         self.token_limit_field = token_limit_field
         self.policy = RetryPolicy(
-            max_retries=_count("max_retries", max_retries),
-            backoff_base=_number("backoff_base", backoff_base),
-            backoff_max=_number("backoff_max", backoff_max),
+            max_retries=bounded_int("max_retries", max_retries),
+            backoff_base=finite_number("backoff_base", backoff_base),
+            backoff_max=finite_number("backoff_max", backoff_max),
         )
         self.api_key_env = str(api_key_env)
         # Read once; kept out of every attribute lm-eval or a logger might print.
         self._headers = self._auth_headers()
         self._secret = self._headers.get("Authorization", "").removeprefix("Bearer ") or None
         self.cache: ReplyCache | None = None
-        if parse_bool("cache", cache):
+        if parse_model_bool("cache", cache):
             folder = Path(os.path.expanduser(str(cache_dir))) if cache_dir else default_cache_dir()
             self.cache = ReplyCache(folder / cache_file_name(self.model))
             if self.cache.skipped_lines:
@@ -239,18 +232,15 @@ class OpenAIAudioChatLM(LM):
     def create_from_arg_obj(cls, arg_dict: dict, additional_config: dict | None = None):
         """Build from a dict of model args; unknown names are one clear error."""
         known = set(inspect.signature(cls.__init__).parameters) - {"self"}
-        unknown = sorted(set(arg_dict) - known)
-        if unknown:
-            raise ValueError(
-                f"{NAME}: unknown model_args {', '.join(unknown)}; accepted: "
-                f"{', '.join(sorted(known - set(cls.HARNESS_ARGS)))}"
-            )
-        harness = {
-            k: v
-            for k, v in (additional_config or {}).items()
-            if k in cls.HARNESS_ARGS and k not in arg_dict
-        }
-        return cls(**arg_dict, **harness)
+        refuse_unknown(NAME, arg_dict, known - set(cls.HARNESS_ARGS))
+        return cls(**arg_dict, **harness_settings(cls.HARNESS_ARGS, arg_dict, additional_config))
+
+    @classmethod
+    def check_model_args(cls, arg_dict: dict, additional_config: dict | None = None) -> None:
+        """ModelArgumentError for the first bad model argument; sends and opens nothing."""
+        parse_model_bool("cache", arg_dict.get("cache", True))
+        # The constructor only checks and stores, apart from opening the reply cache.
+        cls.create_from_arg_obj({**arg_dict, "cache": False}, additional_config)
 
     # lm-eval's --apply_chat_template: the history travels as JSON to generate_until.
     @property

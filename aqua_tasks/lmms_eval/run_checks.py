@@ -1,0 +1,71 @@
+"""What an lmms-eval command-line run of ours is checked for before lmms-eval indexes its tasks.
+
+lmms-eval spends ~15 s indexing every task folder before it builds a task or a model; a bad
+`AQUA_METADATA`, a missing data folder or a bad model argument of one of this package's
+models would only then fail. `check_cli_run` refuses them first, with the errors the task
+and the model classes raise themselves. `is_own_run` says whether a run is this package's
+(its tasks or models), whose failure must not end in lmms-eval's exit status 0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aqua_tasks.core.data import AquaDataError
+from aqua_tasks.lmms_eval import include_path
+from aqua_tasks.lmms_eval.task import METADATA_ENV, METADATA_HELP, run_settings
+
+# lmms-eval's names of this package's models → the lm-eval class each wraps.
+MODEL_CLASSES = {
+    "aqua-audiolm": ("aqua_tasks.models.hf_audio_lm", "AudioLM"),
+    "aqua-replay": ("aqua_tasks.models.baselines", "ReplayLM"),
+    "aqua-always-reject": ("aqua_tasks.models.baselines", "AlwaysRejectLM"),
+    "aqua-first-option": ("aqua_tasks.models.baselines", "FirstOptionLM"),
+    "aqua-random": ("aqua_tasks.models.baselines", "RandomOptionLM"),
+}
+
+
+def shipped_tasks() -> frozenset[str]:
+    """The task names of this package's lmms-eval YAMLs (file stem = task name)."""
+    return frozenset(p.stem for p in Path(include_path()).glob("*.yaml"))
+
+
+def selected_tasks(args: Any) -> list[str]:
+    """The `--tasks` names of a run."""
+    tasks = getattr(args, "tasks", None) or ""
+    return [t.strip() for t in str(tasks).split(",") if t.strip()]
+
+
+def is_own_run(args: Any) -> bool:
+    """Whether the run uses one of this package's tasks or models."""
+    own_task = any(t in shipped_tasks() for t in selected_tasks(args))
+    return own_task or str(getattr(args, "model", "") or "") in MODEL_CLASSES
+
+
+def check_cli_run(args: Any) -> None:
+    """AquaDataError / ModelArgumentError for settings the run cannot use; no-op otherwise."""
+    if any(t in shipped_tasks() for t in selected_tasks(args)):
+        settings = run_settings(None)  # the shipped YAMLs carry no data folder
+        data_dir = Path(str(settings["data_dir"])).expanduser()
+        if not data_dir.is_dir():
+            raise AquaDataError(
+                f"{METADATA_ENV}: data_dir {str(data_dir)!r} is not a directory. {METADATA_HELP}"
+            )
+    check_model_args(args)
+
+
+def check_model_args(args: Any) -> None:
+    """ModelArgumentError for a bad model argument of one of our models; loads no model."""
+    import importlib
+
+    from lm_eval.utils import simple_parse_args_string
+
+    where = MODEL_CLASSES.get(str(getattr(args, "model", "") or ""))
+    if where is None:
+        return
+    cls = getattr(importlib.import_module(where[0]), where[1])
+    model_args = getattr(args, "model_args", None) or ""
+    parsed = model_args if isinstance(model_args, dict) else simple_parse_args_string(model_args)
+    harness = {name: getattr(args, name, None) for name in ("batch_size", "device")}
+    cls.check_model_args(dict(parsed), harness)
