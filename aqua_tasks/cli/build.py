@@ -24,7 +24,15 @@ from aqua_tasks.build.source import (
     FieldMap,
     read_source,
 )
-from eval_common.cli import add_json_flag, add_progress_flag, add_seed_flag, fail, progress
+from eval_common.cli import (
+    RESUMES,
+    add_json_flag,
+    add_progress_flag,
+    add_seed_flag,
+    command,
+    fail,
+    progress,
+)
 
 PROG = "aqua-build"
 
@@ -101,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command(PROG, on_interrupt=RESUMES)
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `aqua-build`."""
     args = build_parser().parse_args(argv)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from aqua_tasks.lm_eval.compat import harness_cli, lm_eval_problem
 from aqua_tasks.lm_eval.registration import register_all, task_config_dir
 from aqua_tasks.lm_eval.run import check_run_settings, command_line_run, report, user_errors
-from eval_common.cli import fail
+from eval_common.cli import RESUMES, command, fail
 
 PROG = "aqua-eval"
 # lm-eval 0.4.13's own audio model cannot run (broken registry name, transformers 5, CUDA only).
@@ -23,6 +23,7 @@ def model_names() -> list[str]:
     return [*MODELS, "orca-replay"]
 
 
+@command(PROG, on_interrupt=RESUMES)
 def main(argv: Sequence[str] | None = None) -> int:
     """Run lm-eval's command line with our task folder on the include path."""
     from lm_eval.utils import setup_logging

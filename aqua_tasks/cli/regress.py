@@ -25,6 +25,7 @@ from eval_common.cli import (
     add_json_flag,
     add_progress_flag,
     add_seed_flag,
+    command,
     fail,
     number_problem,
 )
@@ -120,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command(PROG)
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 no regression, 1 regression, 2 not comparable or bad input."""
     args = build_parser().parse_args(argv)

@@ -14,7 +14,7 @@ from aqua_tasks.reports.charts import VECTOR_FORMATS, PlottingUnavailable, plot_
 from aqua_tasks.reports.folder import write_report
 from aqua_tasks.reports.run_metrics import RunReadError, load_run_metrics
 from aqua_tasks.reports.tables import build_table, to_markdown
-from eval_common.cli import add_json_flag, add_seed_flag, fail, number_problem
+from eval_common.cli import RESUMES, add_json_flag, add_seed_flag, command, fail, number_problem
 from eval_common.jsonio import json_safe
 
 PROG = "aqua-report"
@@ -102,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command(PROG, on_interrupt=RESUMES)
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 on success, 1 when the chart cannot be drawn, 2 on bad input."""
     args = build_parser().parse_args(argv)

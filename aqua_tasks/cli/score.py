@@ -28,6 +28,7 @@ from eval_common.cli import (
     add_json_flag,
     add_progress_flag,
     add_seed_flag,
+    command,
     fail,
     number_problem,
     progress,
@@ -99,6 +100,7 @@ def _rebuilt(harness: str, data_dir: Path | None) -> str:
     return f"; items rebuilt by doc id from {data_dir}" if harness == HARNESS_LMMS_EVAL else ""
 
 
+@command(PROG)
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: exit 0 on success, 2 on unreadable or malformed input."""
     args = build_parser().parse_args(argv)

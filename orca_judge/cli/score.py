@@ -8,7 +8,13 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from eval_common.cli import add_json_flag, add_progress_flag, bool_arg, fail
+from eval_common.cli import (
+    add_json_flag,
+    add_progress_flag,
+    bool_arg,
+    command,
+    fail,
+)
 from eval_common.jsonio import write_jsonl
 
 PROG = "orca-score"
@@ -71,6 +77,7 @@ def setup_lines(setup: Mapping[str, Any]) -> list[str]:
     ]
 
 
+@command(PROG)
 def main(argv: list[str] | None = None) -> int:
     from orca_judge.checkpoint import CheckpointError
     from orca_judge.data import DataError, load_items

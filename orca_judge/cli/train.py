@@ -10,7 +10,15 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from eval_common.cli import add_json_flag, add_progress_flag, bool_arg, fail, parse_bool
+from eval_common.cli import (
+    RESUMES,
+    add_json_flag,
+    add_progress_flag,
+    bool_arg,
+    command,
+    fail,
+    parse_bool,
+)
 from orca_judge.config import OrcaConfig
 
 PROG = "orca-train"
@@ -210,6 +218,7 @@ def _load_stages(args: argparse.Namespace) -> tuple[list[Any], list[Any], str | 
     return stages, heldout, planned[-1]["dev"] if heldout else None
 
 
+@command(PROG, on_interrupt=RESUMES)
 def main(argv: list[str] | None = None) -> int:
     from orca_judge.checkpoint import CheckpointError, update_metrics
     from orca_judge.data import DataError

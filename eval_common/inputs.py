@@ -1,0 +1,77 @@
+"""Reading the user's input files: UTF-8 text and plain YAML, with one-line errors naming the
+file and the line.
+
+Python's own errors say "'utf-8' codec can't decode byte 0xff in position 8123" (no file, no
+line) and PyYAML's span several lines; every reader of a question file, ORCA data, samples or
+config goes through here instead.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+
+class InputFileError(ValueError):
+    """An input file that cannot be read as what it should be; the message names file and line."""
+
+
+# What `yaml.safe_load` builds: anything else (`!!python/object`, `!!binary`, …) is refused.
+PLAIN_YAML = "plain YAML only (mappings, lists, strings, numbers, true/false, null)"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def decode_utf8(path: str | Path, data: bytes, error: type[Exception] = InputFileError) -> str:
+    """`data` decoded as UTF-8; `error` naming the file, line and byte when it is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise error(
+            f"{path}:{line}: byte 0x{data[err.start]:02x} at column {column} is not UTF-8; "
+            "save the file as UTF-8 text"
+        ) from None
+
+
+def read_text(path: str | Path, error: type[Exception] = InputFileError) -> str:
+    """A UTF-8 text file's content (OSError as raised); `error` naming file and line otherwise."""
+    return decode_utf8(path, Path(path).read_bytes(), error)
+
+
+def lone_surrogate_at(text: str) -> int | None:
+    """The index of the first lone UTF-16 surrogate in `text` (JSON's "\\ud800"), or None.
+
+    `json.loads` accepts such escapes, but no tokenizer or UTF-8 writer can encode them.
+    """
+    found = _LONE_SURROGATE.search(text)
+    return None if found is None else found.start()
+
+
+def load_yaml(
+    path: str | Path, error: type[Exception] = InputFileError, text: str | None = None
+) -> Any:
+    """A YAML file's plain content (the file is read unless `text` is given).
+
+    `error` names the file and line of a syntax error or of a tag that would build a Python
+    object; such tags are refused, never run.
+    """
+    import yaml
+
+    if text is None:
+        text = read_text(path, error)
+    try:
+        return yaml.safe_load(text)
+    except yaml.constructor.ConstructorError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        tag = re.search(r"tag '([^']+)'", str(err.problem))
+        shown = tag.group(1).replace("tag:yaml.org,2002:", "!!") if tag else "a tag"
+        raise error(f"{where}: {shown} is not allowed: {PLAIN_YAML}") from None
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise error(f"{where}: YAML syntax error: {err.problem or err.context}") from None
+    except yaml.YAMLError as err:
+        raise error(f"{path}: YAML syntax error: {err}") from None
