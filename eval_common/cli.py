@@ -151,6 +151,22 @@ def number_problem(
     return f"{flag}: {wanted}" if below or above else None
 
 
+# Seeds: numpy refuses negative ones (with a traceback deep in the bootstrap).
+SEED_RULE: dict[str, dict[str, Any]] = {"--seed": {"minimum": 0}}
+
+
+def flags_problem(args: argparse.Namespace, rules: dict[str, dict[str, Any]]) -> str | None:
+    """The first `number_problem` of the flags in `rules` (flag -> its range); unset ones pass.
+
+    E.g. `flags_problem(args, {"--n-boot": {"minimum": 1}, "--seed": {"minimum": 0}})`.
+    """
+    for flag, rule in rules.items():
+        value = getattr(args, flag.removeprefix("--").replace("-", "_"))
+        if value is not None and (problem := number_problem(flag, value, **rule)):
+            return problem
+    return None
+
+
 def add_json_flag(
     parser: argparse.ArgumentParser, help: str = "print machine-readable JSON"
 ) -> None:
@@ -162,7 +178,9 @@ def add_seed_flag(
     parser: argparse.ArgumentParser, default: int = 0, help: str = "random seed"
 ) -> None:
     """Add `--seed N`."""
-    parser.add_argument("--seed", type=int, default=default, help=f"{help} (default: {default})")
+    parser.add_argument(
+        "--seed", type=int, default=default, help=f"{help}, 0 or more (default: {default})"
+    )
 
 
 def add_progress_flag(parser: argparse.ArgumentParser, help: str = "hide progress bars") -> None:

@@ -8,6 +8,7 @@ config goes through here instead.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,14 @@ def decode_utf8(path: str | Path, data: bytes, error: type[Exception] = InputFil
 def read_text(path: str | Path, error: type[Exception] = InputFileError) -> str:
     """A UTF-8 text file's content (OSError as raised); `error` naming file and line otherwise."""
     return decode_utf8(path, Path(path).read_bytes(), error)
+
+
+def read_json(path: str | Path, error: type[Exception] = InputFileError) -> Any:
+    """A UTF-8 JSON file's content; `error` naming file, line and column when it is not one."""
+    try:
+        return json.loads(read_text(path, error))
+    except json.JSONDecodeError as err:
+        raise error(f"{path}:{err.lineno}:{err.colno}: malformed JSON ({err.msg})") from None
 
 
 def lone_surrogate_at(text: str) -> int | None:

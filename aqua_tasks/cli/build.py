@@ -26,11 +26,13 @@ from aqua_tasks.build.source import (
 )
 from eval_common.cli import (
     RESUMES,
+    SEED_RULE,
     add_json_flag,
     add_progress_flag,
     add_seed_flag,
     command,
     fail,
+    flags_problem,
     progress,
 )
 
@@ -118,6 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(PROG, f"--source {args.source} needs --name (the output file name)")
     if args.limit is not None and args.limit < 1:
         return fail(PROG, f"--limit {args.limit}: expected 1 or more")
+    if problem := flags_problem(
+        args, {"--max-attempts": {"minimum": 1}, "--iasd-options": {"minimum": 2}, **SEED_RULE}
+    ):
+        return fail(PROG, problem)
     try:
         fields = FieldMap(
             args.id_field,

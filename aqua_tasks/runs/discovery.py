@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from aqua_tasks.core.data import AquaDataError
+from eval_common.inputs import read_text
 
 HARNESS_LM_EVAL = "lm-eval"
 HARNESS_LMMS_EVAL = "lmms-eval"
@@ -64,11 +65,11 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """(line number, value) of each non-blank line; RunError naming file:line when malformed."""
     path = Path(path)
     try:
-        with path.open(encoding="utf-8") as handle:
-            lines = list(enumerate(handle, 1))
-    except (OSError, UnicodeDecodeError) as error:
+        text = read_text(path, RunError)
+    except OSError as error:
         raise RunError(f"{path}: cannot read ({error})") from None
-    for line_no, line in lines:
+    # split("\n"), not splitlines(): a JSON string may hold U+2028 and other line breaks.
+    for line_no, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
@@ -82,10 +83,10 @@ def read_json(path: str | Path) -> Any:
     """A JSON file's content; RunError naming the file when unreadable or malformed."""
     path = Path(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text(path, RunError))
     except json.JSONDecodeError as error:
         raise RunError(f"{path}: malformed JSON ({error.msg}, line {error.lineno})") from None
-    except (OSError, UnicodeDecodeError) as error:
+    except OSError as error:
         raise RunError(f"{path}: cannot read ({error})") from None
 
 

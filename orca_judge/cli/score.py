@@ -14,6 +14,7 @@ from eval_common.cli import (
     bool_arg,
     command,
     fail,
+    flags_problem,
 )
 from eval_common.jsonio import write_jsonl
 
@@ -86,13 +87,15 @@ def main(argv: list[str] | None = None) -> int:
     from orca_judge.report import agreement_report
 
     args = build_parser().parse_args(argv)
-    for flag, value, low in (
-        ("--batch-size", args.batch_size, 1),
-        ("--max-tokens", args.max_tokens, 1),
-        ("--clamp-threshold", args.clamp_threshold, 0),
+    if problem := flags_problem(
+        args,
+        {
+            "--batch-size": {"minimum": 1},
+            "--max-tokens": {"minimum": 1},
+            "--clamp-threshold": {"minimum": 0},
+        },
     ):
-        if value is not None and not value >= low:
-            return fail(PROG, f"{flag} must be >= {low}, got {value}")
+        return fail(PROG, problem)
     try:
         items = load_items(args.input)
         judge = OrcaJudge.from_pretrained(
