@@ -59,25 +59,37 @@ def lone_surrogate_at(text: str) -> int | None:
 
 
 def load_yaml(
-    path: str | Path, error: type[Exception] = InputFileError, text: str | None = None
+    path: str | Path,
+    error: type[Exception] = InputFileError,
+    text: str | None = None,
+    *,
+    scalar_tags: tuple[str, ...] = (),
 ) -> Any:
     """A YAML file's plain content (the file is read unless `text` is given).
 
     `error` names the file and line of a syntax error or of a tag that would build a Python
-    object; such tags are refused, never run.
+    object; such tags are refused, never run. `scalar_tags` (e.g. lm-eval's `!function`) are
+    accepted on scalars and read as their text.
     """
     import yaml
 
     if text is None:
         text = read_text(path, error)
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    for tag in scalar_tags:
+        Loader.add_constructor(tag, lambda loader, node: loader.construct_scalar(node))
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=Loader)  # a SafeLoader: no Python objects are built
     except yaml.constructor.ConstructorError as err:
         mark = err.problem_mark or err.context_mark
         where = f"{path}:{mark.line + 1}" if mark else str(path)
         tag = re.search(r"tag '([^']+)'", str(err.problem))
         shown = tag.group(1).replace("tag:yaml.org,2002:", "!!") if tag else "a tag"
-        raise error(f"{where}: {shown} is not allowed: {PLAIN_YAML}") from None
+        also = f" and {', '.join(scalar_tags)}" if scalar_tags else ""
+        raise error(f"{where}: {shown} is not allowed: {PLAIN_YAML}{also}") from None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from aqua_tasks.lm_eval.compat import harness_cli, lm_eval_problem
 from aqua_tasks.lm_eval.registration import register_all, task_config_dir
 from aqua_tasks.lm_eval.run import check_run_settings, command_line_run, report, user_errors
+from aqua_tasks.lm_eval.user_tasks import check_user_task_yamls
 from eval_common.cli import RESUMES, command, fail
 
 PROG = "aqua-eval"
@@ -53,6 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{PROG}: --model {args.model} runs {ours} ({ALIAS_REASON})", file=sys.stderr)
                 args.model = ours
             if hasattr(args, "include_path"):
+                check_user_task_yamls(args.include_path)
                 # The CLI accepts one folder; lm-eval's TaskManager accepts a list, ours first.
                 extra = args.include_path
                 args.include_path = [str(task_config_dir())] + ([extra] if extra else [])
