@@ -151,18 +151,16 @@ def number_problem(
     return f"{flag}: {wanted}" if below or above else None
 
 
-# Seeds: numpy refuses negative ones (with a traceback deep in the bootstrap).
-SEED_RULE: dict[str, dict[str, Any]] = {"--seed": {"minimum": 0}}
+def flags_problem(args: argparse.Namespace, **minimums: float) -> str | None:
+    """The first `number_problem` of the flags named by their dest, each with its minimum.
 
-
-def flags_problem(args: argparse.Namespace, rules: dict[str, dict[str, Any]]) -> str | None:
-    """The first `number_problem` of the flags in `rules` (flag -> its range); unset ones pass.
-
-    E.g. `flags_problem(args, {"--n-boot": {"minimum": 1}, "--seed": {"minimum": 0}})`.
+    E.g. `flags_problem(args, batch_size=1, clamp_threshold=0)` checks `--batch-size` and
+    `--clamp-threshold`; flags left unset (None) pass.
     """
-    for flag, rule in rules.items():
-        value = getattr(args, flag.removeprefix("--").replace("-", "_"))
-        if value is not None and (problem := number_problem(flag, value, **rule)):
+    for dest, minimum in minimums.items():
+        value = getattr(args, dest)
+        flag = "--" + dest.replace("_", "-")
+        if value is not None and (problem := number_problem(flag, value, minimum=minimum)):
             return problem
     return None
 
@@ -177,10 +175,8 @@ def add_json_flag(
 def add_seed_flag(
     parser: argparse.ArgumentParser, default: int = 0, help: str = "random seed"
 ) -> None:
-    """Add `--seed N`."""
-    parser.add_argument(
-        "--seed", type=int, default=default, help=f"{help}, 0 or more (default: {default})"
-    )
+    """Add `--seed N` (check it with `number_problem(..., minimum=0)`: numpy refuses negatives)."""
+    parser.add_argument("--seed", type=int, default=default, help=f"{help} (default: {default})")
 
 
 def add_progress_flag(parser: argparse.ArgumentParser, help: str = "hide progress bars") -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,23 @@ def read_json(path: str | Path, error: type[Exception] = InputFileError) -> Any:
         return json.loads(read_text(path, error))
     except json.JSONDecodeError as err:
         raise error(f"{path}:{err.lineno}:{err.colno}: malformed JSON ({err.msg})") from None
+
+
+def iter_json_lines(
+    path: str | Path, error: type[Exception] = InputFileError
+) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line of a UTF-8 JSON Lines file.
+
+    `error` names the file and line of a line that is not JSON or not UTF-8 (OSError as raised).
+    """
+    # split("\n"), not splitlines(): a JSON string may hold U+2028 and other line breaks.
+    for number, line in enumerate(read_text(path, error).split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as err:
+            raise error(f"{path}:{number}: malformed JSON ({err.msg})") from None
 
 
 def lone_surrogate_at(text: str) -> int | None:

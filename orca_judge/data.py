@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval_common.inputs import lone_surrogate_at, read_text
+from eval_common.inputs import iter_json_lines, lone_surrogate_at, read_text
 from orca_judge.template import format_text
 
 TEXT_FIELDS = ("question", "reference", "rationale", "transcript", "candidate")
@@ -126,23 +126,14 @@ def load_items(
         path = Path(source)
         if not path.is_file():
             raise DataError(f"{path}: no such file")
-        text = read_text(path, DataError)
         if path.suffix == ".jsonl":
-            items = []
-            # split("\n"), not splitlines(): a JSON string may hold U+2028 and other breaks.
-            for lineno, line in enumerate(text.split("\n"), 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise DataError(f"{path}:{lineno}: invalid JSON ({err.msg})") from None
-                items.append(
-                    validate_record(record, f"{path}:{lineno}", require_ratings, len(items))
-                )
+            items = [
+                validate_record(record, f"{path}:{lineno}", require_ratings, i)
+                for i, (lineno, record) in enumerate(iter_json_lines(path, DataError))
+            ]
             return refuse_duplicate_ids(items, path)
         try:
-            data = json.loads(text)
+            data = json.loads(read_text(path, DataError))
         except json.JSONDecodeError as err:
             raise DataError(f"{path}: invalid JSON ({err.msg} at line {err.lineno})") from None
         if isinstance(data, Mapping):

@@ -26,7 +26,6 @@ from aqua_tasks.build.source import (
 )
 from eval_common.cli import (
     RESUMES,
-    SEED_RULE,
     add_json_flag,
     add_progress_flag,
     add_seed_flag,
@@ -120,9 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(PROG, f"--source {args.source} needs --name (the output file name)")
     if args.limit is not None and args.limit < 1:
         return fail(PROG, f"--limit {args.limit}: expected 1 or more")
-    if problem := flags_problem(
-        args, {"--max-attempts": {"minimum": 1}, "--iasd-options": {"minimum": 2}, **SEED_RULE}
-    ):
+    if problem := flags_problem(args, max_attempts=1, iasd_options=2, seed=0):
         return fail(PROG, problem)
     try:
         fields = FieldMap(

@@ -22,13 +22,11 @@ from aqua_tasks.gate.summary import (
 )
 from aqua_tasks.runs import rescoring_notices
 from eval_common.cli import (
-    SEED_RULE,
     add_json_flag,
     add_progress_flag,
     add_seed_flag,
     command,
     fail,
-    flags_problem,
     number_problem,
 )
 from eval_common.jsonio import json_safe
@@ -133,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         number_problem("--n-boot", args.n_boot, minimum=1),
         number_problem("--min-ca-clips", args.min_ca_clips, minimum=0),
         number_problem("--min-judge-items", args.min_judge_items, minimum=0),
-        flags_problem(args, SEED_RULE),
+        number_problem("--seed", args.seed, minimum=0),
     )
     for problem in problems:
         if problem is not None:

@@ -25,13 +25,12 @@ from aqua_tasks.runs import (
 )
 from aqua_tasks.runs import score_items as score_replies
 from eval_common.cli import (
-    SEED_RULE,
     add_json_flag,
     add_progress_flag,
     add_seed_flag,
     command,
     fail,
-    flags_problem,
+    number_problem,
     progress,
 )
 from eval_common.jsonio import json_safe, write_jsonl
@@ -105,7 +104,9 @@ def _rebuilt(harness: str, data_dir: Path | None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: exit 0 on success, 2 on unreadable or malformed input."""
     args = build_parser().parse_args(argv)
-    if problem := flags_problem(args, {"--n-boot": {"minimum": 1}, **SEED_RULE}):
+    if problem := number_problem("--n-boot", args.n_boot, minimum=1) or number_problem(
+        "--seed", args.seed, minimum=0
+    ):
         return fail(PROG, problem)
     try:
         run = read_run(args.results, track=args.track, data_dir=args.data_dir)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from aqua_tasks.core.data import AquaDataError
-from eval_common.inputs import read_text
+from eval_common.inputs import iter_json_lines, read_text
 
 HARNESS_LM_EVAL = "lm-eval"
 HARNESS_LMMS_EVAL = "lmms-eval"
@@ -65,18 +65,10 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """(line number, value) of each non-blank line; RunError naming file:line when malformed."""
     path = Path(path)
     try:
-        text = read_text(path, RunError)
+        rows = list(iter_json_lines(path, RunError))
     except OSError as error:
         raise RunError(f"{path}: cannot read ({error})") from None
-    # split("\n"), not splitlines(): a JSON string may hold U+2028 and other line breaks.
-    for line_no, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise RunError(f"{path}:{line_no}: malformed JSON ({error.msg})") from None
-        yield line_no, value
+    yield from rows
 
 
 def read_json(path: str | Path) -> Any:

@@ -87,14 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     from orca_judge.report import agreement_report
 
     args = build_parser().parse_args(argv)
-    if problem := flags_problem(
-        args,
-        {
-            "--batch-size": {"minimum": 1},
-            "--max-tokens": {"minimum": 1},
-            "--clamp-threshold": {"minimum": 0},
-        },
-    ):
+    if problem := flags_problem(args, batch_size=1, max_tokens=1, clamp_threshold=0):
         return fail(PROG, problem)
     try:
         items = load_items(args.input)

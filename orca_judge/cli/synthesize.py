@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from eval_common.cli import SEED_RULE, add_json_flag, add_seed_flag, command, fail, flags_problem
+from eval_common.cli import add_json_flag, add_seed_flag, command, fail, number_problem
 from orca_judge.checkpoint import atomic_write_text
 from orca_judge.data import DataError, load_items
 from orca_judge.training.synthetic import KINDS, build_synthetic_items
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `orca-synthesize`; returns the exit status."""
     args = build_parser().parse_args(argv)
-    if problem := flags_problem(args, SEED_RULE):
+    if problem := number_problem("--seed", args.seed, minimum=0):
         return fail(PROG, problem)
     output = Path(args.output)
     if output.suffix != ".jsonl":

@@ -17,7 +17,7 @@ from eval_common.cli import (
     bool_arg,
     command,
     fail,
-    flags_problem,
+    number_problem,
     parse_bool,
 )
 from eval_common.inputs import load_yaml
@@ -254,13 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     from orca_judge.training.curriculum import train_curriculum
 
     args = build_parser().parse_args(argv)
-    if problem := flags_problem(
-        args,
-        {
-            "--keep-evaluations": {"minimum": 0},
-            "--heldout-fraction": {"minimum": 0},
-            "--split-seed": {"minimum": 0},
-        },
+    if problem := (
+        number_problem("--keep-evaluations", args.keep_evaluations, minimum=0)
+        or number_problem("--heldout-fraction", args.heldout_fraction, minimum=0)
+        or number_problem("--split-seed", args.split_seed, minimum=0)
     ):
         return fail(PROG, problem)
     if args.heldout_fraction >= 1:
