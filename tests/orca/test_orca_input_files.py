@@ -200,3 +200,15 @@ def test_every_config_field_is_checked_for_type_and_range(field, value, expected
 def test_a_whole_float_setting_is_kept_as_the_int_it_stands_for():
     assert OrcaConfig(max_steps=1000.0, lora_alpha=16.0).max_steps == 1000
     assert isinstance(OrcaConfig(lora_alpha=16.0).lora_alpha, int)
+
+
+def test_a_checkpoint_weights_file_that_pickles_objects_is_refused_saying_why(tmp_path):
+    from orca_judge.checkpoint.contents import read_tensors
+
+    path = tmp_path / "model_minus_lm.pt"
+    torch.save({"linear.weight": torch.zeros(5, 4), "note": Fraction(1, 3)}, path)
+    with pytest.raises(CheckpointError) as error:
+        read_tensors(path, "head state dict")
+    assert str(error.value).startswith(
+        f"head state dict: {path} is a pickle with more than tensors (it holds fractions.Fraction)"
+    )
