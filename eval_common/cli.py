@@ -1,12 +1,17 @@
-"""What every command-line tool shares: error exits, boolean settings, common flags, progress."""
+"""What every command-line tool shares: the command wrapper, error exits, boolean settings,
+common flags, progress."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import math
+import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+from eval_common.inputs import InputFileError
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off"})
@@ -16,6 +21,86 @@ def fail(prog: str, message: str) -> int:
     """Print `prog: error: message` to stderr and return the bad-input exit status 2."""
     print(f"{prog}: error: {message}", file=sys.stderr)
     return 2
+
+
+# What Ctrl-C prints after "interrupted; ": commands that keep their progress say how to go on,
+# the others that they left nothing behind (their outputs are written at the end, atomically).
+RESUMES = "rerun the same command to continue"
+NOTHING_WRITTEN = "nothing was written"
+# The shell's status for a command ended by SIGINT (128 + 2).
+EXIT_INTERRUPTED = 130
+# The Python documentation's status for a reader that closed the pipe (signal handling docs).
+EXIT_BROKEN_PIPE = 1
+
+Main = Callable[[Sequence[str] | None], int]
+
+
+def run_command(
+    prog: str,
+    main: Main,
+    argv: Sequence[str] | None = None,
+    *,
+    on_interrupt: str = NOTHING_WRITTEN,
+    errors: tuple[type[BaseException], ...] = (),
+) -> int:
+    """Run a console script's `main`: a closed pipe, Ctrl-C and known errors end in one line.
+
+    `errors` are the command's bad-input types (an unreadable input file always is one):
+    they print `prog: error: message` and exit 2 instead of a traceback.
+    """
+    try:
+        status = main(argv)
+        sys.stdout.flush()  # inside the try: a reader that left shows up at this flush
+        return status
+    except BrokenPipeError:
+        if not _stdout_is_closed_pipe():
+            raise
+        # The reader (e.g. `| head -1`) has all it wanted. Point stdout at devnull so that
+        # the interpreter's own flush at exit does not fail again (the Python docs' recipe).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; {on_interrupt}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (InputFileError, *errors) as error:
+        return fail(prog, str(error))
+
+
+def command(
+    prog: str,
+    *,
+    on_interrupt: str = NOTHING_WRITTEN,
+    errors: tuple[type[BaseException], ...] = (),
+) -> Callable[[Main], Main]:
+    """Decorate a console script's `main(argv) -> int` to run through `run_command`."""
+
+    def wrap(main: Main) -> Main:
+        @functools.wraps(main)
+        def wrapped(argv: Sequence[str] | None = None) -> int:
+            return run_command(prog, main, argv, on_interrupt=on_interrupt, errors=errors)
+
+        return wrapped
+
+    return wrap
+
+
+def _stdout_is_closed_pipe() -> bool:
+    """Whether stdout is a pipe whose reader has gone (not a socket of ours that broke)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    import select
+    import stat
+
+    if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+        return False
+    if not hasattr(select, "poll"):
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
 
 
 def parse_bool(name: str, value: object) -> bool:
@@ -66,6 +151,20 @@ def number_problem(
     return f"{flag}: {wanted}" if below or above else None
 
 
+def flags_problem(args: argparse.Namespace, **minimums: float) -> str | None:
+    """The first `number_problem` of the flags named by their dest, each with its minimum.
+
+    E.g. `flags_problem(args, batch_size=1, clamp_threshold=0)` checks `--batch-size` and
+    `--clamp-threshold`; flags left unset (None) pass.
+    """
+    for dest, minimum in minimums.items():
+        value = getattr(args, dest)
+        flag = "--" + dest.replace("_", "-")
+        if value is not None and (problem := number_problem(flag, value, minimum=minimum)):
+            return problem
+    return None
+
+
 def add_json_flag(
     parser: argparse.ArgumentParser, help: str = "print machine-readable JSON"
 ) -> None:
@@ -76,7 +175,7 @@ def add_json_flag(
 def add_seed_flag(
     parser: argparse.ArgumentParser, default: int = 0, help: str = "random seed"
 ) -> None:
-    """Add `--seed N`."""
+    """Add `--seed N` (check it with `number_problem(..., minimum=0)`: numpy refuses negatives)."""
     parser.add_argument("--seed", type=int, default=default, help=f"{help} (default: {default})")
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval_common.inputs import read_text
 from orca_judge.data import DataError, load_items
 from orca_judge.metrics import agreement
 
@@ -80,7 +81,7 @@ def load_calibration(predictions: str | Path, items: str | Path) -> Calibration:
     if not pred_path.is_file():
         raise CalibrationError(f"{pred_path}: no such file")
     rows: dict[str, dict] = {}
-    for line_no, line in enumerate(pred_path.read_text(encoding="utf-8").splitlines(), 1):
+    for line_no, line in enumerate(read_text(pred_path, CalibrationError).split("\n"), 1):
         if not line.strip():
             continue
         try:

@@ -8,11 +8,58 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eval_common.cli import number_problem
 from eval_common.outputs import write_text
 
 LIKELIHOODS = ("multinomial", "beta", "bernoulli")
 TEMPLATES = ("reference", "paper")
 POOLINGS = ("auto", "last", "mean")
+_CHOICES = {
+    "likelihood": LIKELIHOODS,
+    "template": TEMPLATES,
+    "pooling": POOLINGS,
+    "dtype": ("auto", "float32", "bfloat16", "float16"),
+}
+_BOOL_FIELDS = frozenset(
+    {
+        "use_cls_token",
+        "use_question",
+        "use_rationale",
+        "use_transcript",
+        "add_special_tokens",
+        "gradient_checkpointing",
+    }
+)
+_OPTIONAL_FIELDS = frozenset(
+    {"lora_alpha", "max_tokens", "max_chars", "clamp_threshold", "add_special_tokens"}
+    | {"lora_target_modules"}
+)
+# The allowed range of every numeric field, as eval_common.cli.number_problem takes it.
+_NUMBER_RULES: dict[str, dict[str, Any]] = {
+    "lora_r": {"minimum": 0},
+    "lora_alpha": {"minimum": 1},
+    "lora_dropout": {"minimum": 0, "maximum": 1},
+    "max_tokens": {"minimum": 1},
+    "max_chars": {"minimum": 1},
+    "clamp_threshold": {"minimum": 0},
+    "clamp_margin": {"minimum": 0, "maximum": 0.5},
+    "lr": {"minimum": 0, "open_interval": True},
+    "lr_floor": {"minimum": 0, "maximum": 1},
+    "warmup_steps": {"minimum": 0},
+    "max_steps": {"minimum": 1},
+    "batch_size": {"minimum": 1},
+    "grad_accum": {"minimum": 1},
+    "weight_decay": {"minimum": 0},
+    "grad_clip": {"minimum": 0},
+    "eval_every": {"minimum": 1},
+    "patience": {"minimum": 0},
+    "eval_batch_size": {"minimum": 1},
+    "seed": {"minimum": 0},
+}
+_INT_FIELDS = frozenset(
+    {"lora_r", "lora_alpha", "max_tokens", "max_chars", "warmup_steps", "max_steps"}
+    | {"batch_size", "grad_accum", "eval_every", "patience", "eval_batch_size", "seed"}
+)
 
 
 def _knob(default: Any, help: str) -> Any:
@@ -91,43 +138,57 @@ class OrcaConfig:
     )
 
     def __post_init__(self) -> None:
+        # A whole float (1000.0, as some trainers' YAML writes) is the int it stands for.
+        for name in _INT_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, float) and value.is_integer():
+                setattr(self, name, int(value))
         self.validate()
+
+    @classmethod
+    def field_problem(cls, name: str, value: Any, label: str | None = None) -> str | None:
+        """Why `value` is refused for field `name` (wrong type, out of range), or None.
+
+        The message names the field as `label` (a flag, say), by default as `name`.
+        """
+        label = label or name
+        if value is None and name in _OPTIONAL_FIELDS:
+            return None
+        if name in _CHOICES:
+            allowed = _CHOICES[name]
+            ok = value in allowed if isinstance(value, str) else False
+            return None if ok else f"{label}={value!r}; expected one of {', '.join(allowed)}"
+        if name in _BOOL_FIELDS:
+            return (
+                None
+                if isinstance(value, bool)
+                else f"{label}: expected true or false, got {value!r}"
+            )
+        if name == "lora_target_modules":
+            ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+            return None if ok else f"{label}: expected a list of module names, got {value!r}"
+        if name == "backbone":
+            return None if isinstance(value, str) else f"{label}: expected text, got {value!r}"
+        if name not in _NUMBER_RULES:
+            return None
+        rule = _NUMBER_RULES[name]
+        whole = name in _INT_FIELDS
+        if whole and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)):
+            kind = "a whole number" if whole else "a number"
+            low = f" >= {rule['minimum']}" if "minimum" in rule and whole else ""
+            none = " or null" if name in _OPTIONAL_FIELDS else ""
+            return f"{label}: expected {kind}{low}{none}, got {value!r}"
+        return number_problem(label, value, **rule)
 
     def validate(self) -> None:
         """Raise ValueError naming the first invalid field."""
-        choices = {
-            "likelihood": LIKELIHOODS,
-            "template": TEMPLATES,
-            "pooling": POOLINGS,
-            "dtype": ("auto", "float32", "bfloat16", "float16"),
-        }
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(
-                    f"OrcaConfig.{name}={getattr(self, name)!r}; expected one of {allowed}"
-                )
-        positive = (
-            "max_steps",
-            "batch_size",
-            "grad_accum",
-            "eval_every",
-            "eval_batch_size",
-        )
-        for name in positive:
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"OrcaConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if self.max_tokens is not None and int(self.max_tokens) < 1:
-            raise ValueError(f"OrcaConfig.max_tokens must be >= 1 or None, got {self.max_tokens}")
-        if self.clamp_threshold is not None and not self.clamp_threshold >= 0:
-            raise ValueError(
-                f"OrcaConfig.clamp_threshold must be >= 0 or None, got {self.clamp_threshold}"
-            )
+        for f in dataclasses.fields(self):
+            if problem := self.field_problem(f.name, getattr(self, f.name)):
+                raise ValueError(f"OrcaConfig.{problem}")
         if self.use_cls_token and self.pooling == "mean":
             raise ValueError("OrcaConfig.use_cls_token needs last-token pooling, not 'mean'")
-        if self.lora_r < 0 or self.patience < 0 or self.warmup_steps < 0:
-            raise ValueError("OrcaConfig.lora_r, patience and warmup_steps must be >= 0")
-        if not 0.0 <= self.lr_floor <= 1.0:
-            raise ValueError(f"OrcaConfig.lr_floor must be in [0, 1], got {self.lr_floor}")
 
     # Knobs that change how a run computes, not what it computes: a resumed run may differ.
     RUNTIME_ONLY = ("gradient_checkpointing", "eval_batch_size")

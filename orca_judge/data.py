@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval_common.inputs import iter_json_lines, lone_surrogate_at, read_text
 from orca_judge.template import format_text
 
 TEXT_FIELDS = ("question", "reference", "rationale", "transcript", "candidate")
@@ -81,6 +82,13 @@ def validate_record(
             value = ""
         if not isinstance(value, str):
             raise DataError(f"{where}: field {name!r} must be a string, got {type(value).__name__}")
+        if (at := lone_surrogate_at(value)) is not None:
+            # json.loads accepts "\ud800" alone; no tokenizer or UTF-8 file can hold it.
+            raise DataError(
+                f"{where}: field {name!r} (id {record.get('id', index)!r}) has a lone surrogate "
+                f"{value[at]!r} at character {at}; expected Unicode text (an escaped character "
+                "outside the BMP needs both halves, e.g. \\ud83d\\ude00)"
+            )
         values[name] = value
     ratings = record.get("ratings")
     if ratings is None:
@@ -119,21 +127,13 @@ def load_items(
         if not path.is_file():
             raise DataError(f"{path}: no such file")
         if path.suffix == ".jsonl":
-            items = []
-            with path.open(encoding="utf-8") as fh:
-                for lineno, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError as err:
-                        raise DataError(f"{path}:{lineno}: invalid JSON ({err.msg})") from None
-                    items.append(
-                        validate_record(record, f"{path}:{lineno}", require_ratings, len(items))
-                    )
+            items = [
+                validate_record(record, f"{path}:{lineno}", require_ratings, i)
+                for i, (lineno, record) in enumerate(iter_json_lines(path, DataError))
+            ]
             return refuse_duplicate_ids(items, path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_text(path, DataError))
         except json.JSONDecodeError as err:
             raise DataError(f"{path}: invalid JSON ({err.msg} at line {err.lineno})") from None
         if isinstance(data, Mapping):

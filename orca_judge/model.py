@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -36,12 +38,40 @@ class BackboneLoadError(RuntimeError):
     """The backbone could not be loaded (for example offline with no local copy)."""
 
 
+def pickle_refusal(path: str | os.PathLike[str], err: BaseException) -> str | None:
+    """Why torch refused a pickled weights file, and what to use instead; None for other errors.
+
+    torch.load(weights_only=True) reads plain tensors only: anything else in a pickle could run
+    code while loading, so it is never loaded here.
+    """
+    import pickle
+
+    if not isinstance(err, pickle.UnpicklingError):
+        return None
+    found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(err))
+    holds = f" (it holds {found.group(1)})" if found else ""
+    return (
+        f"{path} is a pickle with more than tensors{holds}, and pickles are not loaded for "
+        "safety (loading one can run code); use safetensors weights: load the model once where "
+        "you trust the file and save it with save_pretrained(folder), which writes "
+        "model.safetensors"
+    )
+
+
 def load_backbone(backbone: str, dtype: torch.dtype) -> nn.Module:
     """AutoModel (no LM head) for an id or directory, with an error that says what to do."""
+    import pickle
+
     from transformers import AutoModel
 
     try:
         return AutoModel.from_pretrained(backbone, dtype=dtype)
+    except pickle.UnpicklingError as err:
+        pickled = sorted(p.name for p in Path(backbone).glob("*.bin")) or ["its .bin weights"]
+        where = Path(backbone) / pickled[0] if Path(backbone).is_dir() else backbone
+        raise BackboneLoadError(
+            f"cannot load backbone {backbone!r}: {pickle_refusal(where, err)}"
+        ) from None
     except (OSError, ValueError) as err:
         offline = os.environ.get("HF_HUB_OFFLINE") == "1"
         hint = " (HF_HUB_OFFLINE=1: pass a local directory)" if offline else ""

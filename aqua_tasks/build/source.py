@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from aqua_tasks.build.text import LETTERS
+from eval_common.inputs import read_text
 
 ANSWER_FORMATS = ("text", "letter", "index")
 
@@ -98,7 +99,7 @@ def read_records(path: str | Path) -> list[Any]:
     """The records of a JSON list or a JSONL file; BuildError naming the file and line."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, BuildError)
     except FileNotFoundError:
         raise BuildError(f"{path}: no such file") from None
     if path.suffix.lower() == ".jsonl":

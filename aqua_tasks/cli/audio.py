@@ -16,7 +16,7 @@ from aqua_tasks.audio.prepare import (
     prepare_audio,
 )
 from aqua_tasks.core.data import KNOWN_TRACKS, TRACKS, VARIANT_SUFFIXES, check_track
-from eval_common.cli import add_json_flag, add_progress_flag, fail
+from eval_common.cli import RESUMES, add_json_flag, add_progress_flag, command, fail
 
 PROG = "aqua-audio"
 LISTED = 10
@@ -159,6 +159,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+@command(PROG, on_interrupt=RESUMES)
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `aqua-audio`; returns the exit status."""
     args = build_parser().parse_args(argv)

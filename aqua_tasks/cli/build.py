@@ -26,7 +26,16 @@ from aqua_tasks.build.source import (
     FieldMap,
     read_source,
 )
-from eval_common.cli import add_json_flag, add_progress_flag, add_seed_flag, fail, progress
+from eval_common.cli import (
+    RESUMES,
+    add_json_flag,
+    add_progress_flag,
+    add_seed_flag,
+    command,
+    fail,
+    flags_problem,
+    progress,
+)
 from eval_common.outputs import check_output_file
 
 PROG = "aqua-build"
@@ -117,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command(PROG, on_interrupt=RESUMES)
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `aqua-build`."""
     args = build_parser().parse_args(argv)
@@ -131,6 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for flag, value in numbers:
         if value is not None and value < 1:
             return fail(PROG, f"{flag} {value}: expected 1 or more")
+    if problem := flags_problem(args, max_attempts=1, iasd_options=2, seed=0):
+        return fail(PROG, problem)
     try:
         if Path(args.output).exists() and not Path(args.output).is_dir():
             return fail(PROG, f"--output {args.output} is a file; name the folder to write to")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from aqua_tasks.lm_eval.demo import DEMO_NAMES, run_demo
 from aqua_tasks.reports.tables import format_table
-from eval_common.cli import add_json_flag, fail
+from eval_common.cli import RESUMES, add_json_flag, command, fail
 from eval_common.outputs import OutputError, check_output_folder, mark_output_folder
 
 PROG = "aqua-demo"
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command(PROG, on_interrupt=RESUMES)
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `aqua-demo`; returns the exit status."""
     args = build_parser().parse_args(argv)

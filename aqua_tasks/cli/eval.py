@@ -14,7 +14,8 @@ from aqua_tasks.lm_eval.run import (
     harness_refusal,
     report,
 )
-from eval_common.cli import fail
+from aqua_tasks.lm_eval.user_tasks import check_user_task_yamls
+from eval_common.cli import RESUMES, command, fail
 
 PROG = "aqua-eval"
 # lm-eval 0.4.13's own audio model cannot run (broken registry name, transformers 5, CUDA only).
@@ -29,6 +30,7 @@ def model_names() -> list[str]:
     return [*MODELS, "orca-replay"]
 
 
+@command(PROG, on_interrupt=RESUMES)
 def main(argv: Sequence[str] | None = None) -> int:
     """Run lm-eval's command line with our task folder on the include path."""
     from lm_eval.utils import setup_logging
@@ -63,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.model = ours
             check_run_settings(args)
             if hasattr(args, "include_path"):
+                check_user_task_yamls(args.include_path)
                 # The CLI accepts one folder; lm-eval's TaskManager accepts a list, ours first.
                 extra = args.include_path
                 args.include_path = [str(task_config_dir())] + ([extra] if extra else [])

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from aqua_tasks.lmms_eval import include_path
+from eval_common.cli import command
 
 PROG = "python -m aqua_tasks.lmms_eval"  # the documented way in; its __main__ calls main()
 
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command(PROG)
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the installed AQUA task folder for `lmms-eval --include_path`."""
     build_parser().parse_args(argv)

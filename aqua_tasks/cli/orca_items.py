@@ -20,7 +20,7 @@ from aqua_tasks.runs import (
     read_samples,
     samples_file_of,
 )
-from eval_common.cli import fail
+from eval_common.cli import command, fail
 from eval_common.jsonio import write_jsonl
 from eval_common.outputs import check_output_file
 from orca_judge.metric.settings import OrcaMetricSettings
@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command(PROG)
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `orca-lm-eval-items`; returns the exit status."""
     args = build_parser().parse_args(argv)

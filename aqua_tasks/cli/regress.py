@@ -31,6 +31,7 @@ from eval_common.cli import (
     add_progress_flag,
     add_seed_flag,
     bool_arg,
+    command,
     fail,
     number_problem,
 )
@@ -136,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command(PROG)
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 no regression, 1 regression, 2 not comparable or bad input."""
     args = build_parser().parse_args(argv)
@@ -145,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         number_problem("--n-boot", args.n_boot, minimum=1),
         number_problem("--min-ca-clips", args.min_ca_clips, minimum=0),
         number_problem("--min-judge-items", args.min_judge_items, minimum=0),
+        number_problem("--seed", args.seed, minimum=0),
     )
     for problem in problems:
         if problem is not None:

@@ -14,7 +14,7 @@ from aqua_tasks.reports.charts import VECTOR_FORMATS, PlottingUnavailable, plot_
 from aqua_tasks.reports.folder import REPORT_NAMES, save_figure, write_report
 from aqua_tasks.reports.run_metrics import RunReadError, load_run_metrics
 from aqua_tasks.reports.tables import build_table, to_markdown
-from eval_common.cli import add_json_flag, add_seed_flag, fail, number_problem
+from eval_common.cli import RESUMES, add_json_flag, add_seed_flag, command, fail, number_problem
 from eval_common.jsonio import json_safe
 from eval_common.outputs import check_output_folder, mark_output_folder, write_text
 
@@ -112,10 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command(PROG, on_interrupt=RESUMES)
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 on success, 1 when the chart cannot be drawn, 2 on bad input."""
     args = build_parser().parse_args(argv)
-    if problem := number_problem("--n-boot", args.n_boot, minimum=1):
+    if problem := number_problem("--n-boot", args.n_boot, minimum=1) or number_problem(
+        "--seed", args.seed, minimum=0
+    ):
         return fail(PROG, problem)
     if not args.runs and not args.orca_predictions and not args.orca_run:
         return fail(

@@ -30,6 +30,7 @@ from eval_common.cli import (
     add_json_flag,
     add_progress_flag,
     add_seed_flag,
+    command,
     fail,
     number_problem,
     progress,
@@ -115,10 +116,13 @@ def _rebuilt(harness: str, data_dir: Path | None) -> str:
     return f"; items rebuilt by doc id from {data_dir}" if harness == HARNESS_LMMS_EVAL else ""
 
 
+@command(PROG)
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: exit 0 on success, 2 on unreadable or malformed input."""
     args = build_parser().parse_args(argv)
-    if problem := number_problem("--n-boot", args.n_boot, minimum=1):
+    if problem := number_problem("--n-boot", args.n_boot, minimum=1) or number_problem(
+        "--seed", args.seed, minimum=0
+    ):
         return fail(PROG, problem)
     try:
         if args.per_item:

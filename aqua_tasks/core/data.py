@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eval_common.inputs import read_text
+
 # The three tracks the authors released; BUILT_TRACKS are built locally by `aqua-build`
 # (MMAU, from MMAU test-mini) and are read, scored and reported like them.
 TRACKS: tuple[str, ...] = ("animal", "music", "vocal")
@@ -238,6 +240,9 @@ def parse_items(entries: object, *, track: str, variant: str, source: str) -> li
     """Validate a released list of entries: unique ids, four types per clip."""
     if not isinstance(entries, list):
         raise AquaDataError(f"{source}: expected a JSON list of questions")
+    if not entries:
+        # An empty track would score as n = 0 everywhere (or crash the harness later).
+        raise AquaDataError(f"{source}: holds no questions (an empty list); expected the entries")
     items = [
         parse_item(raw, track=track, variant=variant, where=f"{source}: entry {i}")
         for i, raw in enumerate(entries)
@@ -264,8 +269,7 @@ def load_json_file(path: str | Path) -> object:
     """Read a JSON file; errors name the file and the position of a syntax error."""
     path = Path(path)
     try:
-        with path.open(encoding="utf-8") as handle:
-            return json.load(handle)
+        return json.loads(read_text(path, AquaDataError))
     except FileNotFoundError:
         raise AquaDataError(f"{path}: file not found") from None
     except json.JSONDecodeError as error:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from aqua_tasks.core.data import AquaDataError
+from eval_common.inputs import iter_json_lines, read_text
 
 HARNESS_LM_EVAL = "lm-eval"
 HARNESS_LMMS_EVAL = "lmms-eval"
@@ -65,28 +66,20 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """(line number, value) of each non-blank line; RunError naming file:line when malformed."""
     path = Path(path)
     try:
-        with path.open(encoding="utf-8") as handle:
-            lines = list(enumerate(handle, 1))
-    except (OSError, UnicodeDecodeError) as error:
+        rows = list(iter_json_lines(path, RunError))
+    except OSError as error:
         raise RunError(f"{path}: cannot read ({error})") from None
-    for line_no, line in lines:
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise RunError(f"{path}:{line_no}: malformed JSON ({error.msg})") from None
-        yield line_no, value
+    yield from rows
 
 
 def read_json(path: str | Path) -> Any:
     """A JSON file's content; RunError naming the file when unreadable or malformed."""
     path = Path(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text(path, RunError))
     except json.JSONDecodeError as error:
         raise RunError(f"{path}: malformed JSON ({error.msg}, line {error.lineno})") from None
-    except (OSError, UnicodeDecodeError) as error:
+    except OSError as error:
         raise RunError(f"{path}: cannot read ({error})") from None
 
 

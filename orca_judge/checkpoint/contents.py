@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from orca_judge.config import OrcaConfig
+from orca_judge.model import pickle_refusal
 
 
 class CheckpointError(ValueError):
@@ -58,6 +59,8 @@ def read_tensors(path: Path, what: str) -> dict[str, torch.Tensor]:
             return load_file(path)
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # truncated or corrupt files raise many different types
+        if refusal := pickle_refusal(path, err):
+            raise CheckpointError(f"{what}: {refusal}") from None
         reason = " ".join(str(err).split()) or type(err).__name__
         raise CheckpointError(f"{path}: unreadable {what} ({reason})") from None
     if not isinstance(state, Mapping):

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from eval_common.inputs import read_text
 from eval_common.outputs import check_output_folder
 from orca_judge.checkpoint.atomic import atomic_dir, atomic_write_json, atomic_write_text, json_text
 from orca_judge.checkpoint.contents import (
@@ -227,8 +228,9 @@ def _refresh_card(root: Path, meta: dict[str, Any], metrics: Mapping[str, Any]) 
 
 def read_native(root: Path, backbone: str | None) -> CheckpointContents:
     """Read a native checkpoint directory; `backbone` replaces the recorded backbone id."""
+    text = read_text(root / CONFIG_FILE, CheckpointError)
     try:
-        meta = json.loads((root / CONFIG_FILE).read_text())
+        meta = json.loads(text)
         config = OrcaConfig.from_dict(meta["config"])
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"{root / CONFIG_FILE}: unreadable ({err})") from None

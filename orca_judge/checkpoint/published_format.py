@@ -8,7 +8,6 @@ for its run folders best/, latest/, checkpoint_N/).
 
 from __future__ import annotations
 
-import json
 import re
 import warnings
 from collections.abc import Mapping
@@ -17,6 +16,7 @@ from typing import Any
 
 import torch
 
+from eval_common.inputs import load_yaml, read_json
 from orca_judge.checkpoint.contents import (
     CheckpointContents,
     CheckpointError,
@@ -45,16 +45,10 @@ def _reference_args(root: Path) -> tuple[dict[str, Any], Path | None]:
     candidates = [root / ARGS_FILE]
     if root.name in ("best", "latest") or re.fullmatch(r"checkpoint_\d+", root.name):
         candidates.append(root.parent / ARGS_FILE)
-    import yaml
-
     for path in candidates:
         if not path.is_file():
             continue
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as err:
-            reason = " ".join(str(err).split())
-            raise CheckpointError(f"{path}: unreadable trainer settings ({reason})") from None
+        data = load_yaml(path, CheckpointError)
         if not isinstance(data, Mapping):
             raise CheckpointError(f"{path}: expected a mapping of trainer settings")
         return dict(data), path
@@ -113,10 +107,8 @@ def _published_head(path: Path, likelihood: str, use_cls: bool) -> dict[str, tor
 
 def read_published(root: Path, backbone: str | None) -> CheckpointContents:
     """Read a published-layout directory; `backbone` replaces the adapter's recorded base."""
-    import yaml
-
     model_dir = root / "model"
-    settings = yaml.safe_load((model_dir / "config.yaml").read_text()) or {}
+    settings = load_yaml(model_dir / "config.yaml", CheckpointError) or {}
     if not isinstance(settings, Mapping):
         raise CheckpointError(f"{model_dir / 'config.yaml'}: expected a mapping")
     score_type = settings.get("score_type")
@@ -132,8 +124,8 @@ def read_published(root: Path, backbone: str | None) -> CheckpointContents:
         )
     likelihood = PUBLISHED_SCORE_TYPES[score_type]
     adapter_dir = model_dir / "lm"
-    adapter_cfg = json.loads(
-        require(adapter_dir / "adapter_config.json", "PEFT adapter config").read_text()
+    adapter_cfg = read_json(
+        require(adapter_dir / "adapter_config.json", "PEFT adapter config"), CheckpointError
     )
     head = _published_head(model_dir / "model_minus_lm.pt", likelihood, use_cls)
     args, args_path = _reference_args(root)

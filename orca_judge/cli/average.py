@@ -13,7 +13,7 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from eval_common.cli import add_json_flag, fail
+from eval_common.cli import add_json_flag, command, fail
 from orca_judge.checkpoint import CheckpointError
 from orca_judge.training.averaging import average_checkpoints
 
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command(PROG)
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `orca-average`; returns the exit status."""
     args = build_parser().parse_args(argv)

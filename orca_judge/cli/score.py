@@ -8,7 +8,14 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from eval_common.cli import add_json_flag, add_progress_flag, bool_arg, fail
+from eval_common.cli import (
+    add_json_flag,
+    add_progress_flag,
+    bool_arg,
+    command,
+    fail,
+    flags_problem,
+)
 from eval_common.jsonio import write_jsonl
 from eval_common.outputs import OutputError, check_output_file
 
@@ -72,6 +79,7 @@ def setup_lines(setup: Mapping[str, Any]) -> list[str]:
     ]
 
 
+@command(PROG)
 def main(argv: list[str] | None = None) -> int:
     from orca_judge.checkpoint import CheckpointError
     from orca_judge.data import DataError, load_items
@@ -80,13 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     from orca_judge.report import agreement_report
 
     args = build_parser().parse_args(argv)
-    for flag, value, low in (
-        ("--batch-size", args.batch_size, 1),
-        ("--max-tokens", args.max_tokens, 1),
-        ("--clamp-threshold", args.clamp_threshold, 0),
-    ):
-        if value is not None and not value >= low:
-            return fail(PROG, f"{flag} must be >= {low}, got {value}")
+    if problem := flags_problem(args, batch_size=1, max_tokens=1, clamp_threshold=0):
+        return fail(PROG, problem)
     try:
         if args.output:
             inputs = [args.input, args.checkpoint, args.backbone]

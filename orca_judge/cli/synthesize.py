@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from eval_common.cli import add_json_flag, add_seed_flag, fail
+from eval_common.cli import add_json_flag, add_seed_flag, command, fail, number_problem
 from eval_common.outputs import check_output_file, write_text
 from orca_judge.data import DataError, load_items
 from orca_judge.training.synthetic import KINDS, build_synthetic_items
@@ -44,9 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command(PROG)
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `orca-synthesize`; returns the exit status."""
     args = build_parser().parse_args(argv)
+    if problem := number_problem("--seed", args.seed, minimum=0):
+        return fail(PROG, problem)
     output = Path(args.output)
     if output.suffix != ".jsonl":
         return fail(PROG, f"--output {output}: expected a .jsonl file name")

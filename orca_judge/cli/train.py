@@ -10,7 +10,17 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from eval_common.cli import add_json_flag, add_progress_flag, bool_arg, fail, parse_bool
+from eval_common.cli import (
+    RESUMES,
+    add_json_flag,
+    add_progress_flag,
+    bool_arg,
+    command,
+    fail,
+    number_problem,
+    parse_bool,
+)
+from eval_common.inputs import load_yaml
 from orca_judge.config import OrcaConfig
 
 PROG = "orca-train"
@@ -111,12 +121,29 @@ STAGE_KEYS = {"train", "dev", "name", "synthesize"}
 
 
 def _load_yaml(path: str) -> dict[str, Any]:
-    import yaml
-
-    data = yaml.safe_load(Path(path).read_text()) or {}
+    try:
+        data = load_yaml(path) or {}
+    except FileNotFoundError:
+        raise ValueError(f"--config {path}: no such file") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping at the top level")
+        raise ValueError(f"{path}: expected a mapping of OrcaConfig fields at the top level")
     return data
+
+
+def _stage_problem(stage: dict[str, Any], where: str, flags: dict[str, Any]) -> str | None:
+    """Why a merged stage is refused (a key of the wrong type or out of range), or None."""
+    for key, value in stage.items():
+        label = "--" + key.replace("_", "-") if key in flags else key
+        problem = None
+        if key in ("train", "dev", "name"):
+            if not isinstance(value, str):
+                wanted = "a name" if key == "name" else "a file name"
+                problem = f"{label}: expected {wanted}, got {value!r}"
+        elif key != "synthesize":
+            problem = OrcaConfig.field_problem(key, value, label)
+        if problem:
+            return problem if key in flags else f"{where}: {problem}"
+    return None
 
 
 def _resolve(path: str | None, base: Path) -> str | None:
@@ -148,12 +175,19 @@ def plan_stages(args: argparse.Namespace) -> list[dict[str, Any]]:
     given = {key: getattr(args, key) for key in ("train", "dev") if getattr(args, key)}
     top.update(given)
     raw_stages = top.pop("stages", None) or [{"name": "main"}]
+    if not isinstance(raw_stages, list):
+        raise ValueError(f"{args.config}: stages: expected a list of stages (mappings)")
     stages = []
     for i, raw in enumerate(raw_stages):
+        if not isinstance(raw, dict):
+            raise ValueError(f"{args.config}: stage {i + 1}: expected a mapping, got {raw!r}")
         merged = {**{k: v for k, v in top.items() if k != "name"}, **raw, **flags}
+        where = f"{args.config}: stage {merged.get('name', i + 1)!r}" if args.config else "stage"
         unknown = set(merged) - fields - STAGE_KEYS
         if unknown:
-            raise ValueError(f"stage {i}: unknown keys {sorted(unknown)}")
+            raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+        if problem := _stage_problem(merged, where, flags):
+            raise ValueError(problem)
         for key in ("train", "dev"):
             if not merged.get(key):
                 raise ValueError(f"stage {merged.get('name', i)}: no --{key} file given")
@@ -210,6 +244,7 @@ def _load_stages(args: argparse.Namespace) -> tuple[list[Any], list[Any], str | 
     return stages, heldout, planned[-1]["dev"] if heldout else None
 
 
+@command(PROG, on_interrupt=RESUMES)
 def main(argv: list[str] | None = None) -> int:
     from orca_judge.checkpoint import CheckpointError, update_metrics
     from orca_judge.data import DataError
@@ -219,12 +254,18 @@ def main(argv: list[str] | None = None) -> int:
     from orca_judge.training.curriculum import train_curriculum
 
     args = build_parser().parse_args(argv)
-    # Checked here: 1.5 (or nan) would otherwise surface later as "dev set is empty".
-    if not 0 <= args.heldout_fraction < 1:
+    if problem := (
+        number_problem("--keep-evaluations", args.keep_evaluations, minimum=0)
+        or number_problem("--heldout-fraction", args.heldout_fraction, minimum=0)
+        or number_problem("--split-seed", args.split_seed, minimum=0)
+    ):
+        return fail(PROG, problem)
+    if args.heldout_fraction >= 1:
+        # 1 would hold out every dev question: no dev set is left to stop on.
         return fail(
             PROG,
-            "--heldout-fraction: expected a share of the dev questions with 0 <= "
-            f"--heldout-fraction < 1, got {args.heldout_fraction!r}",
+            "--heldout-fraction: expected a finite number with 0 <= --heldout-fraction < 1, "
+            f"got {args.heldout_fraction}",
         )
     try:
         stages, heldout, heldout_source = _load_stages(args)
