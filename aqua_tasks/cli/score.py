@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aqua_tasks.core.data import KNOWN_TRACKS, AquaDataError
-from aqua_tasks.core.extract import EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
+from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
 from aqua_tasks.core.intervals import metric_intervals
 from aqua_tasks.core.pooling import all_tracks_rows, pool_condition, pool_outcomes
 from aqua_tasks.core.scoring import metric_value, summarize
@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--extractor",
         choices=EXTRACTOR_NAMES,
         default=None,
-        help="answer extractor (default: the one recorded in lm-eval samples, else mmau)",
+        help=f"answer extractor (default: the one the run recorded, else {DEFAULT_EXTRACTOR})",
     )
     parser.add_argument(
         "--track",
