@@ -65,8 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--data-dir",
         type=Path,
         metavar="DIR",
-        help="the released AQUA-Bench files the run was made from: needed for lmms-eval logs, "
-        "whose rows carry no docs (items are rebuilt by doc id and checked against the log)",
+        help="the released AQUA-Bench files the run was made from, for lmms-eval logs, whose "
+        "rows carry no docs (items are rebuilt by doc id and checked against the log); "
+        "default: the data_dir the run recorded, if its files still hash as recorded",
     )
     parser.add_argument(
         "--exclude-defective",
@@ -96,7 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _rebuilt(harness: str, data_dir: Path | None) -> str:
-    return f"; items rebuilt by doc id from {data_dir}" if harness == HARNESS_LMMS_EVAL else ""
+    if harness != HARNESS_LMMS_EVAL:
+        return ""
+    return f"; items rebuilt by doc id from {data_dir or 'the data_dir the run recorded'}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -107,16 +110,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         run = read_run(args.results, track=args.track, data_dir=args.data_dir)
         replies = require_aqua_items(run)
+        conditioning = (
+            read_run(args.condition_on, data_dir=args.data_dir) if args.condition_on else None
+        )
         conditions = (
-            condition_map(
-                require_aqua_items(read_run(args.condition_on, data_dir=args.data_dir)),
-                args.extractor,
-            )
-            if args.condition_on
+            condition_map(require_aqua_items(conditioning), args.extractor)
+            if conditioning
             else None
         )
     except (AquaDataError, OSError) as error:
         return fail(PROG, str(error))
+    for note in (*run.notes, *(conditioning.notes if conditioning else ())):
+        print(f"{PROG}: {note}", file=sys.stderr)
     if args.extractor is None:
         for notice in rescoring_notices(replies):
             print(f"{PROG}: {notice}", file=sys.stderr)
@@ -175,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "conditioned_on": str(args.condition_on) if args.condition_on else None,
             "source": str(args.results),
             "harness": run.harness,
+            "notes": list(run.notes),
         }
         if args.breakdown:
             payload["breakdown"] = breakdowns

@@ -63,6 +63,7 @@ class ComparedRun:
     judges: dict[tuple[str, str], JudgeResults] = dataclasses.field(default_factory=dict)
     judge_meta: dict[str, Mapping] = dataclasses.field(default_factory=dict)
     harness: str = HARNESS_LM_EVAL
+    notes: tuple[str, ...] = ()  # how the run was read (e.g. the data folder its items are from)
 
 
 def load_compared_run(path: Path, data_dir: Path | None = None) -> ComparedRun:
@@ -89,6 +90,7 @@ def load_compared_run(path: Path, data_dir: Path | None = None) -> ComparedRun:
         judges=dict(sorted(judges.items())),
         judge_meta={t: m.get("orca_inputs") or {} for t, m in run.task_metadata().items()},
         harness=run.harness,
+        notes=run.notes,
     )
 
 
