@@ -45,8 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
             "Score saved replies to AQUA-Bench questions: Solvable accuracy and conditional "
             "accuracy (CA) on AAD, IASD and IAQD, per track. RESULTS is an lm-eval or lmms-eval "
             "output folder or samples file written with --log_samples (lmms-eval: items rebuilt "
-            "from the data folder it recorded, or --data-dir), or the authors' results JSON (the released list with a 'response' "
-            "key per entry)."
+            "from the data folder it recorded, or --data-dir), or the authors' results JSON (the "
+            "released list with a 'response' key per entry)."
         ),
     )
     parser.add_argument("results", type=Path, help="results file or folder")
