@@ -32,11 +32,14 @@ $PIP install --quiet "${PIN[@]}" "$TORCH_SPEC" transformers accelerate datasets 
     pytz tenacity jinja2 pyyaml pillow pandas dill librosa soundfile pytablewriter \
     'filelock<4' peft regex numpy scipy tqdm 'lm-eval>=0.4.13,<0.5' pytest pytest-xdist
 $PIP install --quiet "${PIN[@]}" --no-deps 'lmms-eval==0.7.3'
-# This package, without re-resolving its dependencies (installed above).
-$PIP install --quiet --no-deps -e "$HERE"
+# This package with its `plot` extra (matplotlib: the charts of `aqua-report`, which the
+# documented commands make). Its other dependencies are installed above, so pip adds only
+# the extra's packages (pinned in the constraints file like the rest).
+$PIP install --quiet "${PIN[@]}" -e "$HERE[plot]"
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md
 import lmms_eval  # noqa: F401  (fails here, not in the first run, if the set is incomplete)
+import matplotlib  # noqa: F401  (aqua-report's charts)
 print("lmms-eval", md.version("lmms-eval"), "| torch", md.version("torch"),
-      "| filelock", md.version("filelock"))
+      "| filelock", md.version("filelock"), "| matplotlib", md.version("matplotlib"))
 PY

@@ -84,6 +84,7 @@ def run(task_dir, judge, tmp_path_factory) -> dict:
         "per_item": {t: rows(f"orca_{t}_none_*.jsonl") for t in ("orca_lmms", "orca_lmms_own")},
         "samples": {t: rows(f"*_samples_{t}.jsonl")[0] for t in ("orca_lmms", "orca_lmms_own")},
         "output": proc.stdout + proc.stderr,
+        "folder": folder,
     }
 
 
@@ -193,3 +194,39 @@ def test_an_unsupported_lmms_eval_version_is_a_no_op_with_one_warning(monkeypatc
         "lmms-eval 0.7.99 is not a version this package supports (==0.7.3, tested with 0.7.3)"
         in warning
     )
+
+
+def test_aqua_regress_and_the_orca_report_read_the_lmms_eval_run_with_its_judge_files(
+    run, tmp_path
+):
+    # The per-item judge files (orca_*.jsonl) are this run's, not another harness's.
+    folder = run["folder"]
+    regress = subprocess.run(
+        [str(Path(sys.executable).parent / "aqua-regress"), "--baseline", str(folder),
+         "--candidate", str(folder), "--json", "--no-progress"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert regress.returncode == 0, regress.stderr[-2000:]
+    out = json.loads(regress.stdout)
+    assert out["status"] == "ok" and out["baseline"]["harness"] == "lmms-eval"
+    assert {c["task"] for c in out["comparisons"] if c["metric"] == "orca,none"} == {
+        "orca_lmms",
+        "orca_lmms_own",
+    }
+    report = subprocess.run(
+        [str(Path(sys.executable).parent / "aqua-report"), "--orca-run", str(folder),
+         "--out", str(tmp_path / "report")],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr[-2000:]
+    # With its chart: the environment has the plot extra (matplotlib).
+    for name in ("orca_calibration_orca_lmms.md", "orca_calibration_orca_lmms.png"):
+        assert (tmp_path / "report" / name).stat().st_size > 0
+
+
+def test_no_checkpoint_under_lmms_eval_names_the_task_yamls_metadata(task_dir, tmp_path):
+    proc = run_lmms_eval(task_dir, tmp_path, "")
+    assert proc.returncode == 2
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "no judge checkpoint" in last and "--metadata" not in last
+    assert "`metadata: {orca: {checkpoint: ...}}` in the task YAML or ORCA_CHECKPOINT" in last

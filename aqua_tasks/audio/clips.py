@@ -16,6 +16,7 @@ import soundfile as sf
 from scipy.signal import resample_poly
 
 from aqua_tasks.core.data import BUILT_TRACKS, AquaDataError, check_track
+from aqua_tasks.core.settings_place import settings_place
 
 TARGET_SAMPLING_RATE = 16000
 
@@ -209,13 +210,14 @@ def fix_hint(track: str) -> str:
     """The settings and the command that make a track's missing clips findable."""
     if track in BUILT_TRACKS:
         return (
-            f"Set {SETTING_KEYS[track]} (or audio_root) in --metadata to the folder that holds "
-            f"{CANONICAL_DIRS[track]}/ (downloaded from the MMAU release; see docs/build.md)."
+            f"Set {SETTING_KEYS[track]} (or audio_root) in {settings_place()} to the folder "
+            f"that holds {CANONICAL_DIRS[track]}/ (downloaded from the MMAU release; see "
+            "docs/build.md)."
         )
     layout = CANONICAL_DIRS[track] + ("/<Class>" if track == "music" else "")
     return (
-        f"Set audio_root (or {SETTING_KEYS[track]}) in --metadata to the folder that holds "
-        f"{layout}/, or build that layout with `aqua-audio prepare --source "
+        f"Set audio_root (or {SETTING_KEYS[track]}) in {settings_place()} to the folder that "
+        f"holds {layout}/, or build that layout with `aqua-audio prepare --source "
         f"{TRACK_SOURCES[track]} --from <source> --audio-root <root>` (see docs/audio.md)."
     )
 

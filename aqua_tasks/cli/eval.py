@@ -21,6 +21,25 @@ PROG = "aqua-eval"
 # lm-eval 0.4.13's own audio model cannot run (broken registry name, transformers 5, CUDA only).
 MODEL_ALIASES = {"hf-audiolm-qwen": "aqua-audiolm"}
 ALIAS_REASON = "lm-eval 0.4.13's own hf-audiolm-qwen is broken; see docs/audio_lm.md"
+# Our examples, in place of lm-eval's quick start (`--tasks hellaswag`), which names no task
+# or model of this package.
+EPILOG = f"""examples:
+  # The AQUA-Bench tracks with an audio LM (the released files in DATA, the clips in AUDIO)
+  {PROG} --model aqua-audiolm --model_args pretrained=Qwen/Qwen2-Audio-7B-Instruct \\
+    --tasks 'aqua_*' --metadata '{{"data_dir": "DATA", "audio_root": "AUDIO"}}' \\
+    --output_path runs/qwen2-audio --log_samples
+
+  # A baseline, text only, on four items per track
+  {PROG} --model aqua-always-reject --tasks aqua --limit 4 \\
+    --metadata '{{"data_dir": "DATA", "audio": false}}'
+
+  # Score the saved replies again, compare two runs
+  aqua-score runs/qwen2-audio
+  aqua-regress --baseline runs/base --candidate runs/qwen2-audio
+
+  {PROG} run --help lists every flag (they are lm-eval's); the tasks, metadata keys and
+  models: README.md, docs/audio_lm.md.
+"""
 
 
 def model_names() -> list[str]:
@@ -57,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "lm-eval's command line with the AQUA-Bench tasks (aqua, aqua_*, aqua-*), the "
                 f"metric `orca` and the models {', '.join(model_names())} available. "
                 "Flags are lm-eval's.",
+                EPILOG,
             )
             args = parser.parse_args()
             if getattr(args, "model", None) in MODEL_ALIASES:

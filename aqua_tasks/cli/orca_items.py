@@ -10,6 +10,7 @@ rebuilt by doc id from the released files (--data-dir), any other task's from it
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from aqua_tasks.runs import (
@@ -39,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--data-dir",
         help="lmms-eval samples of an AQUA task: the released AQUA-Bench files, to rebuild "
-        "each row's doc by its doc_id",
+        "each row's doc by its doc_id (default: the data_dir the run recorded, if its file "
+        "still hashes as recorded)",
     )
     parser.add_argument(
         "--docs",
@@ -83,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ratings_field=args.ratings_field,
             id_field=args.id_field,
         )
+    notes: list[str] = []
     try:
         inputs = [args.samples, args.data_dir, args.docs]
         check_output_file(args.output, inputs=inputs, flag="--output")
@@ -93,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 data_dir=args.data_dir,
                 docs_file=args.docs,
                 question_field=args.question_field or None,
+                notes=notes,
             )
             harness = "lmms-eval"
         else:
@@ -101,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = write_jsonl(args.output, items)
     except (ValueError, OSError) as err:
         return fail(PROG, str(err))
+    for note in notes:
+        print(f"{PROG}: {note}", file=sys.stderr)
     print(
         f"wrote {len(items)} items ({harness} samples) to {out}; score them with: "
         f"orca-score --input {out} ..."

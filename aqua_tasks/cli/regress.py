@@ -75,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="DIR",
         help="the released AQUA-Bench files, to rebuild the items of an lmms-eval log (its rows "
-        "carry no docs); used for both runs unless --baseline-data-dir/--candidate-data-dir",
+        "carry no docs); used for both runs unless --baseline-data-dir/--candidate-data-dir; "
+        "default: the data_dir each run recorded, if its files still hash as recorded",
     )
     parser.add_argument(
         "--baseline-data-dir", type=Path, metavar="DIR", help="--data-dir of the baseline only"
@@ -165,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except (AquaDataError, OSError, ValueError) as error:
         return fail(PROG, str(error))
-    for notice in rescoring_notices([*base.replies, *cand.replies]):
+    for notice in (*base.notes, *cand.notes, *rescoring_notices([*base.replies, *cand.replies])):
         print(f"{PROG}: {notice}", file=sys.stderr)
     reason = why_not_comparable(base, cand)
     comparisons: list[MetricComparison] = []

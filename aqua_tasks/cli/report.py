@@ -58,8 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--data-dir",
         type=Path,
         metavar="DIR",
-        help="the released AQUA-Bench files the runs were made from: needed for lmms-eval "
-        "logs, whose rows carry no docs (items are rebuilt by doc id and checked)",
+        help="the released AQUA-Bench files the runs were made from, for lmms-eval logs, "
+        "whose rows carry no docs (items are rebuilt by doc id and checked); default: the "
+        "data_dir each run recorded, if its files still hash as recorded",
     )
     parser.add_argument(
         "--paper",

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from aqua_tasks.core.data import KNOWN_TRACKS, AquaDataError
-from aqua_tasks.core.extract import EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
+from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
 from aqua_tasks.core.intervals import metric_intervals
 from aqua_tasks.core.pooling import all_tracks_rows, pool_condition, pool_outcomes
 from aqua_tasks.core.scoring import metric_value, summarize
@@ -48,9 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Score saved replies to AQUA-Bench questions: Solvable accuracy and conditional "
             "accuracy (CA) on AAD, IASD and IAQD, per track. RESULTS is an lm-eval or lmms-eval "
-            "output folder or samples file written with --log_samples (lmms-eval: with "
-            "--data-dir), or the authors' results JSON (the released list with a 'response' "
-            "key per entry)."
+            "output folder or samples file written with --log_samples (lmms-eval: items rebuilt "
+            "from the data folder it recorded, or --data-dir), or the authors' results JSON (the "
+            "released list with a 'response' key per entry)."
         ),
     )
     parser.add_argument("results", type=Path, help="results file or folder")
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--extractor",
         choices=EXTRACTOR_NAMES,
         default=None,
-        help="answer extractor (default: the one recorded in lm-eval samples, else mmau)",
+        help=f"answer extractor (default: the one the run recorded, else {DEFAULT_EXTRACTOR})",
     )
     parser.add_argument(
         "--track",
@@ -69,8 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--data-dir",
         type=Path,
         metavar="DIR",
-        help="the released AQUA-Bench files the run was made from: needed for lmms-eval logs, "
-        "whose rows carry no docs (items are rebuilt by doc id and checked against the log)",
+        help="the released AQUA-Bench files the run was made from, for lmms-eval logs, whose "
+        "rows carry no docs (items are rebuilt by doc id and checked against the log); "
+        "default: the data_dir the run recorded, if its files still hash as recorded",
     )
     parser.add_argument(
         "--exclude-defective",
@@ -113,7 +114,9 @@ def task_sources(
 
 
 def _rebuilt(harness: str, data_dir: Path | None) -> str:
-    return f"; items rebuilt by doc id from {data_dir}" if harness == HARNESS_LMMS_EVAL else ""
+    if harness != HARNESS_LMMS_EVAL:
+        return ""
+    return f"; items rebuilt by doc id from {data_dir or 'the data_dir the run recorded'}"
 
 
 @command(PROG)
@@ -130,16 +133,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_output_file(args.per_item, inputs=inputs, flag="--per-item")
         run = read_run(args.results, track=args.track, data_dir=args.data_dir)
         replies = require_aqua_items(run)
+        conditioning = (
+            read_run(args.condition_on, data_dir=args.data_dir) if args.condition_on else None
+        )
         conditions = (
-            condition_map(
-                require_aqua_items(read_run(args.condition_on, data_dir=args.data_dir)),
-                args.extractor,
-            )
-            if args.condition_on
+            condition_map(require_aqua_items(conditioning), args.extractor)
+            if conditioning
             else None
         )
     except (AquaDataError, OutputError, OSError) as error:
         return fail(PROG, str(error))
+    for note in (*run.notes, *(conditioning.notes if conditioning else ())):
+        print(f"{PROG}: {note}", file=sys.stderr)
     if args.extractor is None:
         for notice in rescoring_notices(replies):
             print(f"{PROG}: {notice}", file=sys.stderr)
@@ -206,6 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 task: [s.as_record() for s in found]
                 for task, found in task_sources(run, per_task, pooled_rows).items()
             },
+            "notes": list(run.notes),
         }
         if args.breakdown:
             payload["breakdown"] = breakdowns

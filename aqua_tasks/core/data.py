@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from aqua_tasks.core.settings_place import settings_example
 from eval_common.inputs import read_text
 
 # The three tracks the authors released; BUILT_TRACKS are built locally by `aqua-build`
@@ -51,11 +52,19 @@ BUILT_HELP: dict[str, str] = {
         "mmau-test-mini.json --output DIR` and pass DIR as data_dir (docs/build.md)."
     ),
 }
-DATA_HELP = (
-    "Download the released question files (AQUA-Bench-*-Track*.json) from the AQUA-Bench "
-    "authors' public repository and pass their folder as data_dir, e.g. "
-    '--metadata \'{"data_dir": "/path/to/AQUA-Bench", "audio_root": "/path/to/audio"}\'.'
-)
+
+
+def data_help() -> str:
+    """How to get the released files and name their folder, in the running harness's terms."""
+    example = settings_example(
+        '{"data_dir": "/path/to/AQUA-Bench", "audio_root": "/path/to/audio"}'
+    )
+    return (
+        "Download the released question files (AQUA-Bench-*-Track*.json) from the AQUA-Bench "
+        f"authors' public repository and pass their folder as data_dir, e.g. {example}."
+    )
+
+
 REQUIRED_KEYS: tuple[str, ...] = ("id", "type", "question", "options", "answer", "audio_filename")
 
 
@@ -120,13 +129,13 @@ def track_file(data_dir: str | Path, track: str, variant: str = "main") -> Path:
     if track in BUILT_TRACKS and variant != "main":
         raise AquaDataError(f"the {track} track has the main variant only, not {variant!r}")
     if data_dir is None or str(data_dir) == "":
-        raise AquaDataError(f"no data_dir given. {DATA_HELP}")
+        raise AquaDataError(f"no data_dir given. {data_help()}")
     root = Path(data_dir).expanduser()
     if not root.is_dir():
-        raise AquaDataError(f"data_dir {str(root)!r} is not a directory. {DATA_HELP}")
+        raise AquaDataError(f"data_dir {str(root)!r} is not a directory. {data_help()}")
     path = root / f"{file_stem(track)}{VARIANT_SUFFIXES[variant]}.json"
     if not path.is_file():
-        hint = BUILT_HELP.get(track, DATA_HELP)
+        hint = BUILT_HELP.get(track) or data_help()
         raise AquaDataError(f"{path.name} not found in data_dir {str(root)!r}. {hint}")
     return path
 

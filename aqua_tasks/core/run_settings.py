@@ -8,8 +8,8 @@ from pathlib import Path
 
 from aqua_tasks.core.data import (
     BUILT_TRACKS,
-    DATA_HELP,
     AquaDataError,
+    data_help,
     file_stem,
     has_track_file,
     task_name,
@@ -52,9 +52,9 @@ def check_aqua_metadata(metadata: Mapping | None) -> None:
             raise AquaDataError(f"unknown --metadata key {key!r}; did you mean {close[0]!r}?")
     data_dir = metadata.get("data_dir")
     if not data_dir:
-        raise AquaDataError(f"no data_dir given. {DATA_HELP}")
+        raise AquaDataError(f"no data_dir given. {data_help()}")
     if not Path(str(data_dir)).expanduser().is_dir():
-        raise AquaDataError(f"data_dir {str(data_dir)!r} is not a directory. {DATA_HELP}")
+        raise AquaDataError(f"data_dir {str(data_dir)!r} is not a directory. {data_help()}")
     try:
         get_extractor_name(str(metadata.get("extractor") or DEFAULT_EXTRACTOR))
     except ValueError as error:

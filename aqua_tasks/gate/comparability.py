@@ -75,6 +75,7 @@ class ComparedRun:
     judge_meta: dict[str, Mapping] = dataclasses.field(default_factory=dict)
     harness: str = HARNESS_LM_EVAL
     sources: tuple[RunSource, ...] = ()
+    notes: tuple[str, ...] = ()  # how the run was read (e.g. the data folder its items are from)
 
 
 def load_compared_run(
@@ -124,6 +125,7 @@ def load_compared_run(
         judges=dict(sorted(judges.items())),
         judge_meta={t: m.get("orca_inputs") or {} for t, m in run.task_metadata().items()},
         harness=run.harness,
+        notes=run.notes,
     )
 
 

@@ -15,7 +15,8 @@ its CLI computes; AQUA gets them here, from internals of lm-eval 0.4.13:
   time through the package's lazy module `__getattr__`, and drops its results; an attribute
   of the package shadows it for the duration of a run;
 - `before_first_simple_evaluate`: `lm_eval.evaluator.simple_evaluate`, looked up at call time;
-- `harness_cli`: `HarnessCLI`'s argparse parser is its private `_parser`;
+- `harness_cli`: `HarnessCLI`'s argparse parser is its private `_parser`, its subcommands'
+  parsers the `choices` of its private `_subparsers` (their epilogs are lm-eval's examples);
 - `known_task_names`: the `all_tasks` of the last TaskManager built (recorded by the
   `index_task_folder` wrapper), for "did you mean" hints;
 - `load_task_yaml`: `lm_eval.tasks._yaml_loader.load_yaml(path, resolve_func=False,
@@ -141,13 +142,23 @@ def before_first_simple_evaluate(evaluator: ModuleType, step: Callable[[], objec
     evaluator.simple_evaluate = simple_evaluate
 
 
-def harness_cli(prog: str, description: str) -> Any:
-    """lm-eval's command-line parser, presented as `prog` with `description`."""
+def harness_cli(prog: str, description: str, epilog: str) -> Any:
+    """lm-eval's command-line parser, presented as `prog` with `description` and `epilog`.
+
+    lm-eval's own epilogs are its quick start (`lm-eval run … --tasks hellaswag`): they are
+    replaced by `epilog` on the command and on its `run` subcommand, and every subcommand is
+    shown under `prog`.
+    """
     from lm_eval._cli import HarnessCLI
 
     parser = HarnessCLI()
     parser._parser.prog = prog
     parser._parser.description = description
+    parser._parser.epilog = epilog
+    for name, sub in parser._subparsers.choices.items():
+        sub.prog = f"{prog} {name}"
+        sub.usage = None if sub.usage is None else sub.usage.replace("lm-eval", prog, 1)
+        sub.epilog = epilog if name == "run" else None
     return parser
 
 

@@ -18,15 +18,16 @@ from collections.abc import Mapping, Sequence
 from lmms_eval.api.task import ConfigurableTask
 
 from aqua_tasks.audio.clips import LazyAudio
-from aqua_tasks.core.data import DATA_HELP, AquaDataError
+from aqua_tasks.core.data import AquaDataError
 from aqua_tasks.core.prompts import render_question
 from aqua_tasks.core.run_settings import AQUA_METADATA_KEYS, unbuilt_matches
 from aqua_tasks.core.scoring import ALL_METRICS, unpack_outcome
+from aqua_tasks.core.settings_place import LMMS_EVAL_PLACE, settings_given_in
 from aqua_tasks.task import definition
 from aqua_tasks.task.config import prepare_task_config, with_manifest
 from aqua_tasks.task.definition import doc_to_audio, load_dataset
 
-METADATA_ENV = "AQUA_METADATA"
+METADATA_ENV = LMMS_EVAL_PLACE
 METADATA_HELP = (
     f"lmms-eval has no --metadata: pass the AQUA settings as JSON in {METADATA_ENV}, e.g. "
     f'{METADATA_ENV}=\'{{"data_dir": "/path/to/AQUA-Bench", "audio_root": "/path/to/audio"}}\''
@@ -88,18 +89,19 @@ class AquaTask(ConfigurableTask):
         config = dict(config or {})
         settings = run_settings(config.get("metadata"))
         config = prepare_task_config(config, settings, audio_key="doc_to_visual", no_audio=no_audio)
-        try:
-            config["metadata"] = with_manifest(settings, config.get("dataset_kwargs"))
-        except AquaDataError as error:
-            # The data errors tell lm-eval users to pass --metadata; here it is the variable.
-            message = str(error).replace(DATA_HELP, METADATA_HELP)
-            raise AquaDataError(f"{config.get('task')}: {message}") from None
-        self._aqua_settings = settings
-        super().__init__(config=config, **kwargs)
+        # Hints raised while the task and its docs are built name AQUA_METADATA, not --metadata.
+        with settings_given_in(LMMS_EVAL_PLACE):
+            try:
+                config["metadata"] = with_manifest(settings, config.get("dataset_kwargs"))
+            except AquaDataError as error:
+                raise AquaDataError(f"{config.get('task')}: {error}") from None
+            self._aqua_settings = settings
+            super().__init__(config=config, **kwargs)
 
     def download(self, dataset_kwargs: Mapping | None = None) -> None:
         """Build the docs from the local released files (never fetched; no retries)."""
-        self.dataset = load_dataset(**{**self._aqua_settings, **(dataset_kwargs or {})})
+        with settings_given_in(LMMS_EVAL_PLACE):
+            self.dataset = load_dataset(**{**self._aqua_settings, **(dataset_kwargs or {})})
         # The docs hold file paths, never decoded audio: the media-free copy is the same.
         self.dataset_no_image = self.dataset
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import Counter
 from collections.abc import Mapping
@@ -14,6 +15,8 @@ from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.models.hf_audio_lm import AudioLM
 from aqua_tasks.models.model_args import ModelArgumentError, bounded_int, refuse_unknown
 from aqua_tasks.runs import read_run, require_aqua_items
+
+logger = logging.getLogger(__name__)
 
 
 def _option_reply(doc: Mapping, index: int) -> str:
@@ -133,6 +136,8 @@ class ReplayLM(AquaBaselineLM):
             )
         self.path = str(path)
         run = read_run(self.path, data_dir=data_dir or None)
+        for note in run.notes:  # e.g. which data folder an lmms-eval log's items came from
+            logger.warning("aqua-replay: %s", note)
         self.replies = {r.key: r.reply for r in require_aqua_items(run)}
         self.saved = Counter(task for task, _ in self.replies)
 

@@ -238,10 +238,11 @@ def _scored_run(
         items = require_aqua_items(run)
     except RunError as error:
         raise RunReadError(str(error)) from None
-    if run.harness == HARNESS_LMMS_EVAL:
+    if run.harness == HARNESS_LMMS_EVAL and data_dir is not None:
         notes.append(f"items rebuilt by doc id from {data_dir}")
     sources = run.sources()
     notes.extend(f"{s.task} from {s.describe()}" for s in sources)
+    notes.extend(run.notes)
     if extractor is None:
         notes.extend(rescoring_notices(items))
     else:
@@ -287,7 +288,8 @@ def load_run_metrics(
     A folder with logged samples is scored item by item, which gives every rate its 95 %
     interval (Wilson; CA: clip bootstrap with `n_boot`, `seed`); `extractor` re-scores it
     with another extractor (e.g. `official`, the authors' rule), which needs those samples.
-    An lmms-eval folder's items are rebuilt from `data_dir` (the released files).
+    An lmms-eval folder's items are rebuilt from `data_dir` (the released files), else from
+    the folder the run recorded when its files hash as recorded (a note says so).
     """
     path = Path(path)
     notes: list[str] = []

@@ -40,11 +40,14 @@ SAMPLES_NAME = re.compile(r"^samples_(?P<name>.+)_(?P<stamp>[^_]+)\.jsonl$")
 JUDGE_NAME = re.compile(
     r"^orca_(?!pending_)(?P<name>.+)_(?P<stamp>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d(?:\.\d+)?)\.jsonl$"
 )
+# The per-item judge files of `metric: orca` are named alike under both harnesses: they tell
+# no harness, and go with the results and samples beside them.
+ANY_HARNESS = ""
 # (kind, harness, file-name pattern, glob) of every file a harness writes for a run.
 OUTPUT_NAMES: tuple[tuple[str, str, re.Pattern, str], ...] = (
     ("results", HARNESS_LM_EVAL, RESULTS_NAME, "results_*.json"),
     ("samples", HARNESS_LM_EVAL, SAMPLES_NAME, "samples_*.jsonl"),
-    ("judge", HARNESS_LM_EVAL, JUDGE_NAME, "orca_*.jsonl"),
+    ("judge", ANY_HARNESS, JUDGE_NAME, "orca_*.jsonl"),
     ("results", HARNESS_LMMS_EVAL, LMMS_RESULTS_NAME, "*_results.json"),
     ("samples", HARNESS_LMMS_EVAL, LMMS_SAMPLES_NAME, "*_samples_*.jsonl"),
 )
@@ -206,7 +209,9 @@ def _one_folder(path: Path, found: Sequence[Found]) -> Path:
 
 
 def _one_harness(path: Path, found: Sequence[Found]) -> str:
-    harnesses = sorted({f.harness for f in found})
+    harnesses = sorted({f.harness for f in found} - {ANY_HARNESS})
+    if not harnesses:  # judge files alone (a run without --log_samples): lm-eval's layout
+        return HARNESS_LM_EVAL
     if len(harnesses) > 1:
         examples = ", ".join(next(f.path.name for f in found if f.harness == h) for h in harnesses)
         raise AmbiguousRunError(

@@ -77,18 +77,13 @@ class TaskData:
     clips: Mapping[str, int]
 
 
-def task_data(task: str, data_dir: str | Path | None, recorded_dir: object = None) -> TaskData:
-    """The items of an AQUA task's released file; LmmsLogError when the data is not there.
-
-    `recorded_dir` is the data folder the run's results name (shown, never read: the folder
-    of another machine, or one whose content has changed since).
-    """
+def task_data(task: str, data_dir: str | Path | None) -> TaskData:
+    """The items of an AQUA task's released file; LmmsLogError when the data is not there."""
     setting = task_setting(task)
     if setting is None:
         raise LmmsLogError(f"{task}: not an AQUA task; no released file to rebuild its docs from")
     if data_dir is None:
-        recorded = f"; the run recorded data_dir {recorded_dir}" if recorded_dir else ""
-        raise LmmsLogError(f"an lmms-eval log of {task}; {DATA_DIR_HELP}{recorded}")
+        raise LmmsLogError(f"an lmms-eval log of {task}; {DATA_DIR_HELP}")
     track, variant, prompt_style = setting
     try:
         path = track_file(data_dir, track, variant)
@@ -105,6 +100,42 @@ def task_data(task: str, data_dir: str | Path | None, recorded_dir: object = Non
         items=items,
         clips=clip_indices(items),
     )
+
+
+def recorded_data(task: str, metadata: Mapping[str, Any]) -> tuple[TaskData, str]:
+    """The task's items from the data folder the run recorded, and a note saying so.
+
+    Used only when that folder holds the task's file and the file hashes to the
+    `data_sha256` the run recorded: a folder of another machine, or one whose content has
+    changed since, is refused with the reason (LmmsLogError), never read silently.
+    """
+    recorded_dir = metadata.get("data_dir")
+    manifest = metadata.get("aqua_manifest")
+    recorded_sha = manifest.get("data_sha256") if isinstance(manifest, Mapping) else None
+    if not recorded_dir:
+        return task_data(task, None), ""
+    if not Path(str(recorded_dir)).expanduser().is_dir():
+        raise LmmsLogError(
+            f"an lmms-eval log of {task}; the data_dir it recorded, {recorded_dir}, is not a "
+            f"folder here; {DATA_DIR_HELP}"
+        )
+    if not recorded_sha:
+        raise LmmsLogError(
+            f"an lmms-eval log of {task}; it records data_dir {recorded_dir} but no "
+            f"data_sha256 to check that folder's file against; {DATA_DIR_HELP}"
+        )
+    data = task_data(task, str(recorded_dir))
+    if data.data_sha256 != recorded_sha:
+        raise LmmsLogError(
+            f"an lmms-eval log of {task}; {data.data_file} in the data_dir it recorded "
+            f"hashes to {data.data_sha256}, not the recorded {recorded_sha} (changed since "
+            f"the run); {DATA_DIR_HELP}"
+        )
+    note = (
+        f"{task}: items rebuilt from the data_dir the run recorded, {recorded_dir} "
+        f"({data.data_file.name} matches the recorded SHA-256)"
+    )
+    return data, note
 
 
 def check_recorded_data(data: TaskData, recorded: Mapping[str, Any], where: str) -> None:
@@ -218,6 +249,15 @@ def _lmms_settings(task: str, metadata: Mapping[str, Any], where: str) -> tuple[
     return extractor, exclude
 
 
+@dataclass(frozen=True)
+class LmmsSamples:
+    """The items of one lmms-eval samples file, and where their data came from when that is
+    not the folder the caller gave (a note for the user; "" otherwise)."""
+
+    items: list[RunItem]
+    note: str = ""
+
+
 def read_lmms_samples_file(
     path: str | Path,
     task: str | None = None,
@@ -225,12 +265,14 @@ def read_lmms_samples_file(
     data_dir: str | Path | None,
     metadata: Mapping[str, Mapping] | None = None,
     recorded_in: str | None = None,
-) -> list[RunItem]:
+) -> LmmsSamples:
     """The items of one lmms-eval samples file, rebuilt by doc id from the released data.
 
     `metadata` is the per-task config metadata its results file (`recorded_in`) holds
-    (`recorded_metadata`). Every row's doc id, target and input are checked against the
-    rebuilt item; a data file other than the one the results record is refused.
+    (`recorded_metadata`). Without `data_dir` the data folder the run recorded is used when
+    its file hashes as recorded (`recorded_data`). Every row's doc id, target and input are
+    checked against the rebuilt item; a data file other than the one the results record is
+    refused.
     """
     path = Path(path)
     match = LMMS_SAMPLES_NAME.match(path.name)
@@ -268,13 +310,17 @@ def read_lmms_samples_file(
                     prompt_hash=row_prompt_hash(row),
                 )
             )
-        return items
+        return LmmsSamples(items)
     task_metadata = (metadata or {}).get(task) or {}
     recorded = task_metadata.get("aqua_manifest")
     recorded = recorded if isinstance(recorded, Mapping) else {}
     extractor, exclude = _lmms_settings(task, task_metadata, recorded_in or str(path))
+    note = ""
     try:
-        data = task_data(task, data_dir, task_metadata.get("data_dir"))
+        if data_dir is None:
+            data, note = recorded_data(task, task_metadata)
+        else:
+            data = task_data(task, data_dir)
     except LmmsLogError as error:
         raise RunError(f"{path}: {error}") from None
     known = {**recorded, "data_file": data.data_file.name, "data_sha256": data.data_sha256}
@@ -306,4 +352,4 @@ def read_lmms_samples_file(
             )
     except LmmsLogError as error:
         raise RunError(str(error)) from None
-    return items
+    return LmmsSamples(items, note)

@@ -112,6 +112,7 @@ class Run:
     path: Path
     items: tuple[RunItem, ...]
     files: RunFiles
+    notes: tuple[str, ...] = ()  # how it was read, for the user (e.g. the data folder used)
 
     @property
     def harness(self) -> str:

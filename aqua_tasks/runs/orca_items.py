@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from aqua_tasks.core.data import AquaDataError, load_json_file
-from aqua_tasks.runs.discovery import LMMS_SAMPLES_NAME, first_row, is_lmms_row, iter_jsonl
+from aqua_tasks.runs.discovery import (
+    LMMS_SAMPLES_NAME,
+    evaluation_results,
+    find_outputs,
+    first_row,
+    is_lmms_row,
+    iter_jsonl,
+    recorded_metadata,
+)
 from aqua_tasks.runs.lmms_eval_logs import read_lmms_samples_file, task_setting
 from orca_judge.metric.payloads import judge_inputs
 from orca_judge.metric.settings import OrcaMetricSettings
@@ -83,12 +91,14 @@ def read_lmms_samples(
     data_dir: str | Path | None = None,
     docs_file: str | Path | None = None,
     question_field: str | None = None,
+    notes: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """lmms-eval rows as lm-eval samples, each with its doc rebuilt by doc_id.
 
-    AQUA tasks are rebuilt from the released files (`data_dir`) and checked like every
-    reader of runs checks them; other tasks from `docs_file`, whose doc i must be the task's
-    doc i (the logged prompt must hold its question field, when it has one).
+    AQUA tasks are rebuilt from the released files (`data_dir`, else the one the run
+    recorded when its file hashes as recorded; `notes` then gets a line saying so) and
+    checked like every reader of runs checks them; other tasks from `docs_file`, whose doc i
+    must be the task's doc i (the logged prompt must hold its question field, when it has one).
     """
     path = Path(path)
     if not path.is_file():
@@ -96,15 +106,24 @@ def read_lmms_samples(
     match = LMMS_SAMPLES_NAME.match(path.name)
     task = match.group("name") if match else None
     if docs_file is None and task is not None and task_setting(task) is not None:
-        if data_dir is None:
-            raise ValueError(
-                f"{path}: an lmms-eval log of {task} (rows carry no doc); pass --data-dir, the "
-                "folder of the released AQUA-Bench files the run used"
-            )
         try:
-            items = read_lmms_samples_file(path, task, data_dir=data_dir)
+            # The results file of the same evaluation records the data folder and its hash.
+            results_path = path.with_name(f"{match.group('stamp')}_results.json")
+            files = find_outputs(results_path if results_path.is_file() else path)
+            (samples_file,) = [f for f in files.samples if f.path == path]
+            results = evaluation_results(files, samples_file)
+            read = read_lmms_samples_file(
+                path,
+                task,
+                data_dir=data_dir,
+                metadata=recorded_metadata(files, samples_file),
+                recorded_in=str(results.path) if results is not None else None,
+            )
         except AquaDataError as error:
             raise ValueError(str(error)) from None
+        items = read.items
+        if read.note and notes is not None:
+            notes.append(read.note)
         rows = {line: row for line, row in iter_jsonl(path)}
         return [
             {**rows[i.line], "doc": dict(i.doc), "filtered_resps": [i.reply], "filter": "none"}

@@ -59,23 +59,25 @@ def read_run(
 ) -> Run:
     """Every item of the run at a path, each file read once; typed errors on bad input.
 
-    `data_dir` (the released AQUA-Bench files) is needed for lmms-eval logs only, whose items
-    are rebuilt from it; other runs carry their items and ignore it.
+    `data_dir` (the released AQUA-Bench files) is for lmms-eval logs only, whose items are
+    rebuilt from it (without it, from the folder the run recorded if its files hash as
+    recorded; `Run.notes` says so); other runs carry their items and ignore it.
     """
     files = find_outputs(path)
     items: list[RunItem] = []
+    notes: list[str] = []
     for sample_file in files.samples:
         if files.harness == HARNESS_LMMS_EVAL:
             result = evaluation_results(files, sample_file)
-            items.extend(
-                read_lmms_samples_file(
-                    sample_file.path,
-                    sample_file.name or None,
-                    data_dir=data_dir,
-                    metadata=recorded_metadata(files, sample_file),
-                    recorded_in=str(result.path) if result is not None else None,
-                )
+            read = read_lmms_samples_file(
+                sample_file.path,
+                sample_file.name or None,
+                data_dir=data_dir,
+                metadata=recorded_metadata(files, sample_file),
+                recorded_in=str(result.path) if result is not None else None,
             )
+            items.extend(read.items)
+            notes.extend([read.note] if read.note else [])
             continue
         items.extend(
             read_samples_file(
@@ -94,4 +96,4 @@ def read_run(
     for authors_file in files.authors:
         items.extend(read_authors_results(authors_file, track))
     refuse_duplicates(items)
-    return Run(path=Path(path), items=tuple(items), files=files)
+    return Run(path=Path(path), items=tuple(items), files=files, notes=tuple(notes))

@@ -1,6 +1,6 @@
 """orca-synthesize: rule-rated candidates for an earlier curriculum stage, built offline.
 
-    orca-synthesize shared/data/orca-human/train.jsonl --output runs/synthetic.jsonl
+    orca-synthesize data/orca-human/train.jsonl --output runs/synthetic.jsonl
 
 Per question of the input: the reference (bare or in a sentence, rated 5), another question's
 reference (rated 1), a non-answer (rated 1) and, for references of four or more words, the

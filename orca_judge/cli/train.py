@@ -46,6 +46,14 @@ def _none_or(kind):
     return parse
 
 
+def _default_help(f: dataclasses.Field) -> str:
+    """What a flag's help says of its default: the value, or how to give a required one."""
+    if f.default in ("", dataclasses.MISSING):
+        # An empty default means "none": the run refuses to start without a value.
+        return " (no default: give it here or as `" + f.name + ":` in --config)"
+    return f" (default {f.default})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -104,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     for f in dataclasses.fields(OrcaConfig):
         kind = _arg_type(hints[f.name])
         flag = "--" + f.name.replace("_", "-")
-        default = "" if f.default is dataclasses.MISSING else f" (default {f.default})"
+        default = _default_help(f)
         if kind == "list":
             knobs.add_argument(flag, nargs="+", default=None, help=help_texts[f.name])
         else:

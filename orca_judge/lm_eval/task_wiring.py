@@ -29,7 +29,13 @@ from orca_judge.metric.payloads import (
     needs_prompt,
     payloads,
 )
-from orca_judge.metric.settings import METRIC, OrcaMetricError, OrcaMetricSettings, resolve_settings
+from orca_judge.metric.settings import (
+    LM_EVAL_METADATA_HINT,
+    METRIC,
+    OrcaMetricError,
+    OrcaMetricSettings,
+    resolve_settings,
+)
 
 WIRED = "_orca_wired"
 Aggregation = Callable[[list], float]
@@ -110,12 +116,14 @@ def wire(
     form: str,
     functions: Iterable[Callable] = (),
     generative: Callable[[str], bool] = lambda kind: kind == "generate_until",
+    metadata_hint: str = LM_EVAL_METADATA_HINT,
 ) -> OrcaMetricSettings | None:
     """Validate the task's orca entry, load its judge into the session, feed the judge the doc.
 
     `aggregation` is the harness's orca aggregation, `form` is recorded in the results'
     task config, `functions` are metric functions that also mean orca (`!function` form),
-    `generative` says which output types produce replies to judge.
+    `generative` says which output types produce replies to judge, `metadata_hint` how the
+    harness's run sets metadata['orca'] (for the hint when no checkpoint is set).
     """
     session = session or active_session() or JudgeSession()
     name = task.config.task
@@ -129,7 +137,12 @@ def wire(
         raise OrcaMetricError(
             f"{where}: orca judges generated answers; output_type is {task.config.output_type!r}"
         )
-    settings = resolve_settings(entries[0], metadata_settings(task.config.metadata), where=where)
+    settings = resolve_settings(
+        entries[0],
+        metadata_settings(task.config.metadata),
+        where=where,
+        metadata_hint=metadata_hint,
+    )
     check_question_field(task, settings, where)
     try:
         judge = session.judge(settings)

@@ -19,7 +19,7 @@ from orca_judge.lm_eval.task_wiring import wire
 from orca_judge.lmms_eval import compat
 from orca_judge.metric.aggregate import aggregate, doc_less_payloads
 from orca_judge.metric.judge_pass import JudgeSession, active_session
-from orca_judge.metric.settings import OrcaMetricSettings
+from orca_judge.metric.settings import LMMS_EVAL_METADATA_HINT, OrcaMetricSettings
 
 FORM = "doc-aware (lmms-eval with this package installed)"
 
@@ -49,6 +49,7 @@ def wire_task(task: Any, session: JudgeSession | None = None) -> OrcaMetricSetti
         form=FORM,
         functions=(orca,),
         generative=compat.GENERATIVE_OUTPUT_TYPES.__contains__,
+        metadata_hint=LMMS_EVAL_METADATA_HINT,
     )
 
 

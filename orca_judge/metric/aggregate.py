@@ -103,10 +103,17 @@ def report_failure(
     inputs: Sequence[Mapping],
     err: Exception,
 ) -> float:
-    """Keep the run (and its samples) alive: save the judge inputs for orca-score, log, nan."""
+    """Keep the run (and its samples) alive: save the judge inputs for orca-score, log, nan.
+
+    Once per (task, filter): the other figures of a failed pass only return nan.
+    """
+    site = f"{task}/{filter_name}"
+    if site in session.pending:
+        return math.nan
     folder = session.folder(settings.get("output_dir") or os.environ.get("ORCA_OUTPUT_DIR"))
     folder = folder or Path(tempfile.mkdtemp(prefix="orca-pending-"))
     path = write_pending(folder, task, filter_name, inputs)
+    session.pending[site] = path
     message = (
         f"{task}/{filter_name}: ORCA judge failed ({err}); the {len(inputs)} judge inputs are "
         f"saved in {path}: score them with `orca-score --checkpoint CKPT --input {path}`"

@@ -103,6 +103,11 @@ class JudgeSession:
     failures: list[str] = field(default_factory=list)
     judges: dict[tuple, Any] = field(default_factory=dict)
     passes: dict[str, JudgePass] = field(default_factory=dict)
+    # A pass that failed (e.g. bad ratings in the docs) fails again at once for every other
+    # figure of its (task, filter): the judge is not run once per figure.
+    failed: dict[str, Exception] = field(default_factory=dict)
+    # (task, filter) -> the judge inputs saved after its failure, reported once.
+    pending: dict[str, Path] = field(default_factory=dict)
 
     def next_evaluation(self) -> JudgeSession:
         """A fresh session for the next evaluation: same output folder and failure log only."""
@@ -153,20 +158,39 @@ class JudgeSession:
     ) -> JudgePass:
         """Score all items in one batched pass per site, i.e. (task, filter); figures reuse it."""
         key = _pass_key(asdict(settings), inputs, site)
+        if key in self.failed:
+            raise self.failed[key]
         if key not in self.passes:
-            judge = self.judge(settings)
-            records = [{**item, "id": item_id(item)} for item in inputs]
-            predictions = judge.score(records, batch_size=settings.batch_size)
-            seen = [seen_fields(judge, item) for item in inputs]
-            self.passes[key] = JudgePass(
-                settings,
-                list(inputs),
-                predictions,
-                compute_figures(settings, records, predictions, seen),
-                seen,
-                self.identity(settings),
-            )
+            try:
+                self.passes[key] = self._judged(settings, inputs)
+            except Exception as err:
+                self.failed[key] = err
+                raise
         return self.passes[key]
+
+    def _judged(
+        self, settings: OrcaMetricSettings, inputs: Sequence[Mapping[str, Any]]
+    ) -> JudgePass:
+        from orca_judge.data import DataError, load_items
+
+        records = [{**item, "id": item_id(item)} for item in inputs]
+        if settings.ratings_field:
+            # Bad ratings stop the pass before the judge runs, not after it.
+            try:
+                load_items(records)
+            except DataError as err:
+                raise OrcaMetricError(f"ratings_field {settings.ratings_field!r}: {err}") from err
+        judge = self.judge(settings)
+        predictions = judge.score(records, batch_size=settings.batch_size)
+        seen = [seen_fields(judge, item) for item in inputs]
+        return JudgePass(
+            settings,
+            list(inputs),
+            predictions,
+            compute_figures(settings, records, predictions, seen),
+            seen,
+            self.identity(settings),
+        )
 
     def folder(self, setting: str | None) -> Path | None:
         """Folder for per-item results: the setting (or ORCA_OUTPUT_DIR), else the session's."""

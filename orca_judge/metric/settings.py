@@ -87,13 +87,23 @@ def _as_threshold(value: Any) -> float:
     return threshold
 
 
+# How each harness's run sets metadata['orca']: lm-eval's --metadata; lmms-eval has no such
+# flag, only the task YAML's `metadata:` block.
+LM_EVAL_METADATA_HINT = '--metadata \'{"orca": {"checkpoint": ...}}\''
+LMMS_EVAL_METADATA_HINT = "`metadata: {orca: {checkpoint: ...}}` in the task YAML"
+
+
 def resolve_settings(
     entry: Mapping[str, Any],
     metadata: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
     where: str = "metric orca",
+    metadata_hint: str = LM_EVAL_METADATA_HINT,
 ) -> OrcaMetricSettings:
-    """Settings from the entry, then metadata['orca'], then ORCA_* variables; validated."""
+    """Settings from the entry, then metadata['orca'], then ORCA_* variables; validated.
+
+    `metadata_hint` says how the running harness sets metadata['orca'] (hints name it).
+    """
     environ = os.environ if environ is None else environ
     unknown = sorted(set(entry) - HARNESS_KEYS - set(SETTING_NAMES))
     from_metadata = dict((metadata or {}).get(METRIC) or {})
@@ -112,7 +122,7 @@ def resolve_settings(
     if not values.get("checkpoint"):
         raise OrcaMetricError(
             f"{where}: no judge checkpoint; set `checkpoint:` on the metric entry, "
-            f'--metadata \'{{"orca": {{"checkpoint": ...}}}}\' or ORCA_CHECKPOINT'
+            f"{metadata_hint} or ORCA_CHECKPOINT"
         )
     for name in ("clamp", "strict_backbone"):
         if name in values:

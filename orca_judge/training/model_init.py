@@ -77,7 +77,12 @@ def enable_gradient_checkpointing(model: OrcaModel) -> None:
     if not getattr(base, "supports_gradient_checkpointing", False):
         return  # e.g. a custom backbone: train as before
     # Non-reentrant checkpointing needs no gradient on the inputs (the embeddings are frozen).
-    base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    kwargs = {"use_reentrant": False}
+    if hasattr(base, "activation_checkpointing_enable"):
+        # transformers 5's name; the older `gradient_checkpointing_enable` warns there.
+        base.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+    else:  # transformers releases before the rename, which pyproject.toml still allows
+        base.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
 
 
 def resolved_backbone(backbone: str) -> str:

@@ -75,6 +75,10 @@ SKIPPED = {
     "--log_samples --output_path runs/qwen2-audio": (
         "needs a GPU and downloads Qwen2-Audio from the Hugging Face Hub"
     ),
+    "orca-fetch-ratings --output data/orca-human": (
+        "downloads the human ratings from the Hugging Face Hub; "
+        "tests/orca/test_orca_human_ratings.py runs it on a local copy"
+    ),
     "orca-train --train train.jsonl --dev dev.jsonl --backbone <HF id or local dir> "
     "--likelihood multinomial --output CKPT": (
         "trains 1000 steps by default (minutes); tests/orca/test_orca_train.py trains a tiny "

@@ -1,6 +1,7 @@
 """An honest curriculum: one held-out split per run, normalised questions, the shipped example."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -144,13 +145,25 @@ def test_shipped_curriculum_trains_one_step_per_stage_on_a_tiny_model(tmp_path, 
     assert [s["steps"] for s in summary["stages"]] == [1, 1] and summary["heldout"]["items"] > 0
 
 
-HUMAN = (SHIPPED.parent / yaml.safe_load(SHIPPED.read_text()).get("data_dir", ".")).resolve()
+# The human ratings in the tests' shared data, passed explicitly (the configs read
+# data/orca-human/, which `orca-fetch-ratings` writes).
+SHARED = Path(os.environ.get("AQUA_SHARED_DIR", REPO.parent / "shared"))
+HUMAN = (SHARED / "data" / "orca-human").resolve()
 
 
 @pytest.mark.skipif(not (HUMAN / "train.jsonl").exists(), reason="human ratings not present")
 def test_shipped_curriculum_loads_and_splits_the_human_ratings_as_shipped():
     args = cli_train.build_parser().parse_args(
-        ["--config", str(SHIPPED), "--output", "x", "--heldout-fraction", "0.5"]
+        [
+            "--config",
+            str(SHIPPED),
+            "--output",
+            "x",
+            "--heldout-fraction",
+            "0.5",
+            "--data-dir",
+            str(HUMAN),
+        ]
     )
     stages, heldout, source = cli_train._load_stages(args)
     trained = {data.normalize_question(it.question) for s in stages for it in s.train_items}
@@ -199,7 +212,16 @@ def test_a_synthesize_stage_trains_on_rule_rated_candidates_built_from_its_file(
 def test_shipped_synthetic_curriculum_keeps_the_plain_held_out_split():
     def load(config):
         args = cli_train.build_parser().parse_args(
-            ["--config", str(config), "--output", "x", "--heldout-fraction", "0.5"]
+            [
+                "--config",
+                str(config),
+                "--output",
+                "x",
+                "--heldout-fraction",
+                "0.5",
+                "--data-dir",
+                str(HUMAN),
+            ]
         )
         return cli_train._load_stages(args)
 

@@ -94,8 +94,9 @@ def test_per_item_rows_are_the_same_under_both_harnesses(tmp_path, released_dir,
 
 def test_an_lmms_eval_log_without_data_dir_asks_for_it(capsys):
     err = one_line_error(capsys, aqua_score, [str(LMMS)], "aqua-score")
-    assert f"{ANIMAL}: an lmms-eval log of aqua_animal; pass --data-dir" in err
-    assert "the run recorded data_dir DATA" in err
+    # The fixture recorded data_dir DATA, a folder of the machine it ran on.
+    assert f"{ANIMAL}: an lmms-eval log of aqua_animal; the data_dir it recorded, DATA, " in err
+    assert "is not a folder here; pass --data-dir" in err
 
 
 def test_lmms_eval_outputs_are_told_from_lm_eval_by_name_and_rows(tmp_path):
@@ -291,7 +292,8 @@ def test_orca_items_of_an_lmms_eval_aqua_log_equal_the_lm_eval_ones(tmp_path, ca
         [str(LMMS / ANIMAL), "--output", str(lmms)],
         "orca-lm-eval-items",
     )
-    assert "an lmms-eval log of aqua_animal (rows carry no doc); pass --data-dir" in err
+    assert "an lmms-eval log of aqua_animal; the data_dir it recorded, DATA, is not" in err
+    assert "pass --data-dir" in err
 
 
 def write_open_ended_log(folder: Path) -> tuple[Path, Path]:

@@ -1,0 +1,51 @@
+"""The lmms-eval environment gets what the documented commands need, at the pinned versions.
+
+`scripts/install-lmms-eval-env.sh` installs lmms-eval's dependencies by hand (it must use
+--no-deps for lmms-eval); this package's optional `plot` extra (matplotlib, for the charts of
+`aqua-report`) must come with it, pinned in `constraints/lmms-eval.txt` like the rest and at
+the versions the main environment passed with.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import re
+from pathlib import Path
+
+import pytest
+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "install-lmms-eval-env.sh"
+
+
+def pins(name: str) -> dict[str, str]:
+    """name (normalised) -> pinned version of a constraints file."""
+    found = {}
+    for line in (REPO / "constraints" / name).read_text().splitlines():
+        if "==" in line:
+            package, _, version = line.partition("==")
+            found[re.sub(r"[-_.]+", "-", package).lower()] = version.strip()
+    return found
+
+
+def requirement_name(requirement: str) -> str:
+    return re.sub(r"[-_.]+", "-", re.split(r"[\s;<>=!~\[]", requirement, maxsplit=1)[0]).lower()
+
+
+def test_the_lmms_eval_environment_installs_the_plot_extra():
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert "matplotlib" in {requirement_name(r) for r in extras["optional-dependencies"]["plot"]}
+    script = SCRIPT.read_text()
+    assert '-e "$HERE[plot]"' in script
+    assert "import matplotlib" in script  # the script's final check
+
+
+def test_the_plot_extra_and_its_requirements_are_pinned_for_lmms_eval_as_for_main():
+    lmms, main = pins("lmms-eval.txt"), pins("main.txt")
+    needed = {"matplotlib"} | {
+        requirement_name(r) for r in md.requires("matplotlib") or [] if "extra ==" not in r
+    }
+    assert needed <= set(lmms), sorted(needed - set(lmms))
+    assert {n: lmms[n] for n in needed} == {n: main[n] for n in needed}

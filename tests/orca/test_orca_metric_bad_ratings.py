@@ -1,0 +1,85 @@
+"""`metric: orca` over docs with bad ratings: one judge pass (none at all), one report.
+
+The harnesses call the aggregation once per figure; a pass that fails must fail once per
+(task, filter), not re-run the judge and re-report for each of the six figures.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import pytest
+from orca_fixtures import synthetic_items, tiny_trained_checkpoint
+
+from orca_judge.judge import OrcaJudge
+from orca_judge.metric.aggregate import SitedValues, aggregate
+from orca_judge.metric.judge_pass import JudgeSession, session_scope
+from orca_judge.metric.payloads import AGREEMENT_FIGURES, FIGURES, judge_inputs, payloads
+from orca_judge.metric.settings import OrcaMetricSettings
+
+N_ITEMS = 6
+
+
+@pytest.fixture(scope="module")
+def checkpoint() -> str:
+    return str(tiny_trained_checkpoint())
+
+
+@pytest.fixture
+def scored(monkeypatch) -> list[int]:
+    """How many items each call of the judge scored."""
+    calls: list[int] = []
+    original = OrcaJudge.score
+
+    def counting(self, records, *args, **kwargs):
+        calls.append(len(records))
+        return original(self, records, *args, **kwargs)
+
+    monkeypatch.setattr(OrcaJudge, "score", counting)
+    return calls
+
+
+def aggregate_every_figure(checkpoint: str, docs: list[dict], folder) -> dict[str, float]:
+    """The harness's calls: one aggregation per figure, in one evaluation's judge session."""
+    entry = {"checkpoint": checkpoint, "ratings_field": "ratings", "output_dir": str(folder)}
+    settings = OrcaMetricSettings(checkpoint, ratings_field="ratings")
+    figures = (*FIGURES, *AGREEMENT_FIGURES)
+    per_doc = [
+        payloads(
+            judge_inputs(settings, reference=d["reference"], candidate=d["candidate"], doc=d),
+            entry,
+            doc_aware=True,
+            figures=figures,
+        )
+        for d in docs
+    ]
+    with session_scope(JudgeSession()) as session:
+        values = {
+            f: aggregate(SitedValues([p[f] for p in per_doc], "rated_qa", "none")) for f in figures
+        }
+    values["failures"] = session.failures
+    return values
+
+
+def test_bad_ratings_stop_the_pass_once_before_the_judge_runs(checkpoint, scored, tmp_path, caplog):
+    docs = synthetic_items(N_ITEMS, 3, "r")
+    docs[2]["ratings"] = [4, 7]
+    with caplog.at_level(logging.ERROR, logger="orca_judge.metric.aggregate"):
+        values = aggregate_every_figure(checkpoint, docs, tmp_path)
+    assert scored == []  # the judge never ran, for none of the six figures
+    assert all(math.isnan(v) for k, v in values.items() if k != "failures")
+    (failure,) = values["failures"]
+    (logged,) = [r.getMessage() for r in caplog.records]
+    assert logged == failure
+    assert "rated_qa/none: ORCA judge failed (ratings_field 'ratings': " in failure
+    assert "field 'ratings' has 7; ratings must be integers 1..5" in failure
+    (pending,) = tmp_path.glob("orca_pending_rated_qa_none_*.jsonl")
+    assert len(pending.read_text().splitlines()) == N_ITEMS and str(pending) in failure
+
+
+def test_good_ratings_are_judged_in_one_pass_for_every_figure(checkpoint, scored, tmp_path):
+    values = aggregate_every_figure(checkpoint, synthetic_items(N_ITEMS, 3, "r"), tmp_path)
+    assert scored == [N_ITEMS] and values["failures"] == []
+    assert 0 <= values["orca"] <= 1 and not math.isnan(values["orca_rho"])
+    assert len(list(tmp_path.glob("orca_rated_qa_none_*.jsonl"))) == 1
