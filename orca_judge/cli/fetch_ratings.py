@@ -15,7 +15,7 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from eval_common.cli import add_json_flag, fail
+from eval_common.cli import add_json_flag, command, fail
 from orca_judge.data import DataError
 from orca_judge.human_ratings import DATASET_ID, HUMAN, fetch_human_ratings
 
@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command(PROG)
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `orca-fetch-ratings`; returns the exit status."""
     args = build_parser().parse_args(argv)

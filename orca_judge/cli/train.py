@@ -264,16 +264,16 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if problem := (
         number_problem("--keep-evaluations", args.keep_evaluations, minimum=0)
-        or number_problem("--heldout-fraction", args.heldout_fraction, minimum=0)
         or number_problem("--split-seed", args.split_seed, minimum=0)
     ):
         return fail(PROG, problem)
-    if args.heldout_fraction >= 1:
-        # 1 would hold out every dev question: no dev set is left to stop on.
+    # Checked here: 1.5 (or nan) would otherwise surface later as "dev set is empty", and 1
+    # would hold out every dev question, leaving no dev set to stop on.
+    if not 0 <= args.heldout_fraction < 1:
         return fail(
             PROG,
-            "--heldout-fraction: expected a finite number with 0 <= --heldout-fraction < 1, "
-            f"got {args.heldout_fraction}",
+            "--heldout-fraction: expected a share of the dev questions with 0 <= "
+            f"--heldout-fraction < 1, got {args.heldout_fraction!r}",
         )
     try:
         stages, heldout, heldout_source = _load_stages(args)

@@ -42,7 +42,7 @@ CASES = [
     # 1.5 used to say "dev set is empty"; 1 would hold out every dev question.
     (cli_train, [*TRAIN, "--heldout-fraction", "1.5"], "0 <= --heldout-fraction < 1, got 1.5"),
     (cli_train, [*TRAIN, "--heldout-fraction", "1"], "0 <= --heldout-fraction < 1, got 1.0"),
-    (cli_train, [*TRAIN, "--heldout-fraction", "nan"], "--heldout-fraction, got nan"),
+    (cli_train, [*TRAIN, "--heldout-fraction", "nan"], "--heldout-fraction < 1, got nan"),
 ]
 
 

@@ -3,7 +3,9 @@
 The expected values in `golden/aqua_runs.json` were written by the code before the run
 reading, statistics and samples layout were reorganised; a refactor must leave every one of
 them unchanged — through lm-eval's own results file and through `aqua-score` on the logged
-samples.
+samples. Regenerated once on purpose for aqua-rules 3.1, whose only change here is that the
+replay shape "It could be (x) or (x)." (a lean with no answer frame, 207 replies) is now
+unparsed `no-commitment` instead of option x; every other value stayed the same.
 """
 
 from __future__ import annotations
