@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval_common.inputs import iter_json_lines, lone_surrogate_at, read_text
+from eval_common.inputs import iter_json_lines, lone_surrogate_at, read_json
 from orca_judge.template import format_text
 
 TEXT_FIELDS = ("question", "reference", "rationale", "transcript", "candidate")
@@ -132,10 +132,7 @@ def load_items(
                 for i, (lineno, record) in enumerate(iter_json_lines(path, DataError))
             ]
             return refuse_duplicate_ids(items, path)
-        try:
-            data = json.loads(read_text(path, DataError))
-        except json.JSONDecodeError as err:
-            raise DataError(f"{path}: invalid JSON ({err.msg} at line {err.lineno})") from None
+        data = read_json(path, DataError)
         if isinstance(data, Mapping):
             data = data.get("items", data.get("data"))
         if not isinstance(data, list):

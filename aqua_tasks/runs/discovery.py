@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from aqua_tasks.core.data import AquaDataError
-from eval_common.inputs import iter_json_lines, read_text
+from eval_common.inputs import iter_json_lines
+from eval_common.inputs import read_json as read_json_file
 
 HARNESS_LM_EVAL = "lm-eval"
 HARNESS_LMMS_EVAL = "lmms-eval"
@@ -79,9 +80,7 @@ def read_json(path: str | Path) -> Any:
     """A JSON file's content; RunError naming the file when unreadable or malformed."""
     path = Path(path)
     try:
-        return json.loads(read_text(path, RunError))
-    except json.JSONDecodeError as error:
-        raise RunError(f"{path}: malformed JSON ({error.msg}, line {error.lineno})") from None
+        return read_json_file(path, RunError)
     except OSError as error:
         raise RunError(f"{path}: cannot read ({error})") from None
 
