@@ -13,14 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from aqua_tasks.runs import (
-    NOT_LOADED,
-    is_lmms_samples,
-    items_from_samples,
-    read_lmms_samples,
-    read_samples,
-    samples_file_of,
-)
+from aqua_tasks.runs import NOT_LOADED, orca_records, read_judge_samples, samples_file_of
 from eval_common.cli import command, fail
 from eval_common.jsonio import write_jsonl
 from eval_common.outputs import check_output_file
@@ -85,30 +78,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             ratings_field=args.ratings_field,
             id_field=args.id_field,
         )
-    notes: list[str] = []
     try:
         inputs = [args.samples, args.data_dir, args.docs]
         check_output_file(args.output, inputs=inputs, flag="--output")
-        path = samples_file_of(args.samples)
-        if is_lmms_samples(path):
-            samples = read_lmms_samples(
-                path,
-                data_dir=args.data_dir,
-                docs_file=args.docs,
-                question_field=args.question_field or None,
-                notes=notes,
-            )
-            harness = "lmms-eval"
-        else:
-            samples, harness = read_samples(path), "lm-eval"
-        items = items_from_samples(samples, settings, args.filter)
+        read = read_judge_samples(
+            samples_file_of(args.samples),
+            data_dir=args.data_dir,
+            docs_file=args.docs,
+            question_field=args.question_field or None,
+        )
+        items = orca_records(read.items, settings, args.filter)
         out = write_jsonl(args.output, items)
     except (ValueError, OSError) as err:
         return fail(PROG, str(err))
-    for note in notes:
+    for note in read.notes:
         print(f"{PROG}: {note}", file=sys.stderr)
     print(
-        f"wrote {len(items)} items ({harness} samples) to {out}; score them with: "
+        f"wrote {len(items)} items ({read.harness} samples) to {out}; score them with: "
         f"orca-score --input {out} ..."
     )
     return 0

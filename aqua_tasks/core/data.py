@@ -293,29 +293,6 @@ def load_items(data_dir: str | Path, track: str, variant: str = "main") -> list[
     return parse_items(load_json_file(path), track=track, variant=variant, source=str(path))
 
 
-# Task names: main tracks are aqua_<track>; ablations sit outside the 'aqua_*' glob.
-TASK_NAME_PREFIXES: dict[tuple[str, str], str] = {
-    ("main", "plain"): "aqua_",
-    ("option_design1", "plain"): "aqua-design1_",
-    ("option_design2", "plain"): "aqua-design2_",
-    ("uncertainty", "plain"): "aqua-hint_",
-    ("main", "cot"): "aqua-cot_",
-}
-
-
-def task_name(track: str, variant: str = "main", prompt_style: str = "plain") -> str:
-    """The lm-eval task that evaluates a track in a variant and prompt style."""
-    check_track(track)
-    if track in BUILT_TRACKS and (variant, prompt_style) != ("main", "plain"):
-        raise AquaDataError(f"the {track} track has one task only, aqua_{track}")
-    try:
-        return TASK_NAME_PREFIXES[(variant, prompt_style)] + track
-    except KeyError:
-        raise AquaDataError(
-            f"no task for variant {variant!r} with prompt {prompt_style!r}"
-        ) from None
-
-
 def detect_variant(options_lists: Sequence[Sequence[str]], name: str = "") -> str:
     """Guess the design from a file name, else from the rejection strings (main if unsure)."""
     lowered = name.lower()

@@ -10,20 +10,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from aqua_tasks.core.data import TASK_NAME_PREFIXES, UNANSWERABLE_TYPES
+from aqua_tasks.core.data import UNANSWERABLE_TYPES
 from aqua_tasks.core.scoring import ItemOutcome, as_outcome
+from aqua_tasks.core.task_name import MAIN_FAMILY, choice_task
 
 # The all-tracks row of main tasks is named like lm-eval's group over them.
-MAIN_ROW = "aqua"
-_PREFIXES = sorted(set(TASK_NAME_PREFIXES.values()), key=len, reverse=True)
+MAIN_ROW = MAIN_FAMILY
 
 
 def all_tracks_name(task: str) -> str | None:
     """All-tracks row of a task: 'aqua_music' → 'aqua', 'aqua-cot_vocal' → 'aqua-cot'."""
-    for prefix in _PREFIXES:
-        if task.startswith(prefix) and len(task) > len(prefix):
-            return prefix.rstrip("_")
-    return None
+    name = choice_task(task)
+    return name.group if name is not None else None
 
 
 def all_tracks_rows(tasks: Iterable[str]) -> dict[str, list[str]]:
@@ -38,11 +36,8 @@ def all_tracks_rows(tasks: Iterable[str]) -> dict[str, list[str]]:
 
 def pooled_tracks(members: Iterable[str]) -> list[str]:
     """The tracks an all-tracks row pools, from its member tasks ('aqua_mmau' → 'mmau')."""
-    tracks = []
-    for task in members:
-        name = all_tracks_name(task)
-        tracks.append(task[len(name) + 1 :] if name is not None else task)
-    return tracks
+    names = [(task, choice_task(task)) for task in members]
+    return [name.track if name is not None else task for task, name in names]
 
 
 def pooled_label(name: str, members: Iterable[str]) -> str:

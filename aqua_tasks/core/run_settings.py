@@ -12,10 +12,10 @@ from aqua_tasks.core.data import (
     data_help,
     file_stem,
     has_track_file,
-    task_name,
 )
 from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, get_extractor_name
+from aqua_tasks.core.task_name import TaskName
 from eval_common.cli import parse_bool
 
 AQUA_METADATA_KEYS: tuple[str, ...] = (
@@ -84,7 +84,7 @@ def unbuilt_matches(
     data_dir = (metadata or {}).get("data_dir") if isinstance(metadata, Mapping) else None
     left_out = {}
     for track in BUILT_TRACKS:
-        task = task_name(track)
+        task = TaskName.for_questions(track).format()
         if task in matches and task not in named and not has_track_file(data_dir, track):
             left_out[task] = (
                 f"{task} left out of {', '.join(sorted(named))}: data_dir {str(data_dir)!r} has "

@@ -13,6 +13,7 @@ import soundfile as sf
 
 from aqua_tasks.audio.clips import canonical_relpath
 from aqua_tasks.core.data import REJECTION_STRINGS, TRACK_FILE_STEMS, TRACKS
+from aqua_tasks.core.task_name import MAIN_FAMILY, TaskName
 from aqua_tasks.reports.run_metrics import aqua_rows
 from eval_common.outputs import atomic_path, write_text
 
@@ -34,7 +35,6 @@ UNANSWERABLE_QUESTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 GUIDANCE = "Please select one from the options provided."
 SAMPLE_RATES = (16000, 22050, 44100)
-TASK_ORDER = ("aqua_animal", "aqua_music", "aqua_vocal")
 GROUP_ROW = "all (aqua)"
 DEMO_MODELS = ("aqua-always-reject", "aqua-first-option", "aqua-random")
 DEMO_NAMES = ("questions", "audio")  # what write_demo_data puts in its folder
@@ -138,6 +138,6 @@ def run_demo(out: Path, clips_per_class: int = 2, models: Sequence[str] = DEMO_M
     for model in models:
         output = simple_evaluate(model=model, tasks=["aqua"], task_manager=manager)
         rows = aqua_rows(output)
-        results[model] = {name.removeprefix("aqua_"): rows[name] for name in TASK_ORDER}
-        results[model][GROUP_ROW] = rows["aqua"]
+        results[model] = {track: rows[str(TaskName(MAIN_FAMILY, track))] for track in TRACKS}
+        results[model][GROUP_ROW] = rows[MAIN_FAMILY]
     return results

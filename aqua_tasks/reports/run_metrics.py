@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aqua_tasks.core.data import TASK_NAME_PREFIXES, TRACKS
+from aqua_tasks.core.data import TRACKS
 from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.extract import EXTRACTOR_ALIASES
 from aqua_tasks.core.intervals import metric_intervals
@@ -25,6 +25,7 @@ from aqua_tasks.core.pooling import (
     pooled_tracks,
 )
 from aqua_tasks.core.scoring import metric_value, summarize
+from aqua_tasks.core.task_name import CHOICE_FAMILIES, choice_task, family_setting
 from aqua_tasks.runs import (
     HARNESS_LM_EVAL,
     HARNESS_LMMS_EVAL,
@@ -77,22 +78,15 @@ class RunMetrics:
     read_from: tuple[dict[str, str | None], ...] = ()
 
 
-MAIN_PREFIX = TASK_NAME_PREFIXES[("main", "plain")]
-_PREFIXES = sorted(set(TASK_NAME_PREFIXES.values()), key=len, reverse=True)
-
-
 def split_task(task: str) -> tuple[str, str]:
     """(setting, track): 'aqua_animal' → ('', 'animal'), 'aqua-cot_music' → ('cot', 'music').
 
     An all-tracks row is track `all`: 'aqua' → ('', 'all'), 'aqua-cot' → ('cot', 'all').
     """
-    for prefix in _PREFIXES:
-        setting = "" if prefix == MAIN_PREFIX else prefix.removeprefix("aqua-").rstrip("_")
-        if task == prefix.rstrip("_"):
-            return setting, ALL_TRACKS
-        if task.startswith(prefix):
-            return setting, task[len(prefix) :]
-    return "", task
+    if task in CHOICE_FAMILIES:
+        return family_setting(task), ALL_TRACKS
+    name = choice_task(task)
+    return (name.setting, name.track) if name is not None else ("", task)
 
 
 def _metrics(row: Mapping) -> dict[str, float]:

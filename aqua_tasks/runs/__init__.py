@@ -40,10 +40,9 @@ from aqua_tasks.runs.model import (
 )
 from aqua_tasks.runs.orca_items import (
     NOT_LOADED,
-    is_lmms_samples,
-    items_from_samples,
-    read_lmms_samples,
-    read_samples,
+    JudgeSamples,
+    orca_records,
+    read_judge_samples,
 )
 from aqua_tasks.runs.read import DuplicateItemError, read_run
 from aqua_tasks.runs.scores import breakdown, condition_map, rescoring_notices, score_items
@@ -57,6 +56,7 @@ __all__ = [
     "DuplicateItemError",
     "JudgeResults",
     "JudgeResultsError",
+    "JudgeSamples",
     "Run",
     "RunError",
     "RunFiles",
@@ -68,16 +68,14 @@ __all__ = [
     "find_judge_results",
     "find_outputs",
     "is_lmms_results",
-    "is_lmms_samples",
-    "items_from_samples",
     "iter_jsonl",
     "iter_tasks",
     "judge_files_beside",
+    "orca_records",
     "read_json",
     "read_judge_results",
-    "read_lmms_samples",
+    "read_judge_samples",
     "read_run",
-    "read_samples",
     "require_aqua_items",
     "rescoring_notices",
     "run_label",

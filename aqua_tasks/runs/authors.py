@@ -10,8 +10,8 @@ from aqua_tasks.core.data import (
     load_json_file,
     name_track,
     parse_item,
-    task_name,
 )
+from aqua_tasks.core.task_name import TaskName
 from aqua_tasks.runs.discovery import RunError, TrackMismatchError
 from aqua_tasks.runs.model import RunItem, reply_text
 
@@ -72,9 +72,9 @@ def read_authors_results(path: str | Path, track: str | None = None) -> list[Run
             raise RunError(f"{where}: missing key 'response' (the model's reply)")
         items.append(
             RunItem(
-                task=task_name(entry_track_, variant),
+                task=TaskName.for_questions(entry_track_, variant).format(),
                 item=item,
-                reply=reply_text(entry["response"], where),
+                reply=reply_text(entry["response"], where, "response"),
                 source=where,
                 file=path,
                 doc_id=index,

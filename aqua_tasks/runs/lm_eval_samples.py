@@ -6,13 +6,12 @@ another task is kept for its doc, hashes and reply (the regression gate compares
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aqua_tasks.core.data import KNOWN_TRACKS, task_name
 from aqua_tasks.core.docs import doc_to_item, is_aqua_doc
+from aqua_tasks.core.task_name import TaskName
 from aqua_tasks.runs.discovery import (
     SAMPLES_NAME,
     RunError,
@@ -24,17 +23,32 @@ from aqua_tasks.runs.model import RunItem, item_manifest, reply_text
 
 
 def _sample_reply(sample: Mapping, where: str) -> str:
+    # lm-eval logs a list of replies per filter (one per repeat): the first is scored.
     for key in ("filtered_resps", "resps"):
         value = sample.get(key)
         if isinstance(value, list) and value:
-            return reply_text(value[0], where)
+            return reply_text(value[0], where, key)
     raise RunError(f"{where}: sample has neither 'filtered_resps' nor 'resps'")
 
 
-def task_track(task: str) -> str | None:
-    """The track a task name ends in ('aqua_animal', 'aqua-cot_music'), or None."""
-    named = [part for part in re.split(r"[_\-]", task) if part in KNOWN_TRACKS]
-    return named[-1] if named else None
+def _other_reply(sample: Mapping, where: str) -> str:
+    # Another task's reply is kept for the gate and the judge; one that is no text (e.g. a
+    # multiple-choice task's log-likelihoods) is none.
+    replies = sample.get("filtered_resps")
+    try:
+        return reply_text(replies[0], where) if isinstance(replies, list) and replies else ""
+    except RunError:
+        return ""
+
+
+def sent_prompt(sample: Mapping) -> str | None:
+    """The prompt lm-eval sent for a sample (its first request's context), if it logged it."""
+    arguments = sample.get("arguments")
+    if isinstance(arguments, dict):
+        first = arguments.get("gen_args_0")
+        if isinstance(first, dict) and isinstance(first.get("arg_0"), str):
+            return first["arg_0"]
+    return None
 
 
 def _aqua_sample(
@@ -53,7 +67,9 @@ def _aqua_sample(
         raise RunError(f"{where}: malformed AQUA doc (no field {error})") from None
     except (TypeError, ValueError) as error:
         raise RunError(f"{where}: malformed AQUA doc ({error})") from None
-    task = task or task_name(item.track, item.variant, doc.get("prompt_style") or "plain")
+    task = task or str(
+        TaskName.for_questions(item.track, item.variant, doc.get("prompt_style") or "plain")
+    )
     return RunItem(
         task=task,
         item=item,
@@ -67,16 +83,15 @@ def _aqua_sample(
 
 
 def _other_sample(sample: Mapping, task: str, where: str, **logged: Any) -> RunItem:
-    replies = sample.get("filtered_resps")
-    reply = replies[0] if isinstance(replies, list) and replies else None
-    return RunItem(task, None, reply if isinstance(reply, str) else "", where, **logged)
+    return RunItem(task, None, _other_reply(sample, where), where, **logged)
 
 
 def _check_tracks(path: Path, task: str | None, items: Sequence[RunItem]) -> None:
     tracks = sorted({i.item.track for i in items if i.item is not None})
     if len(tracks) > 1:
         raise TrackMismatchError(f"{path}: holds docs of several tracks ({', '.join(tracks)})")
-    named = task_track(task) if task else None
+    parsed = TaskName.parse(task) if task else None
+    named = parsed.track if parsed is not None else None
     if tracks and named is not None and named != tracks[0]:
         raise TrackMismatchError(
             f"{path}: the file name says task {task} (track {named}) but its docs are of "
@@ -119,6 +134,8 @@ def read_samples_file(
             "prompt_hash": sample.get("prompt_hash"),
             "doc_hash": sample.get("doc_hash"),
             "doc": sample["doc"],
+            "target": sample.get("target"),
+            "prompt": sent_prompt(sample),
         }
         if aqua:
             items.append(_aqua_sample(sample, task, where, manifests or {}, **logged))

@@ -14,24 +14,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from aqua_tasks.core.data import (
-    KNOWN_TRACKS,
-    TASK_NAME_PREFIXES,
-    AquaDataError,
-    AquaItem,
-    load_items,
-    track_file,
-)
+from aqua_tasks.core.data import AquaDataError, AquaItem, load_items, track_file
 from aqua_tasks.core.docs import clip_indices, item_to_doc
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR
 from aqua_tasks.core.manifest import sha256_file, sha256_text
 from aqua_tasks.core.prompts import render_prompt, render_question
+from aqua_tasks.core.task_name import choice_task
 from aqua_tasks.runs.discovery import LMMS_SAMPLES_NAME, RunError, is_lmms_row, iter_jsonl
-from aqua_tasks.runs.model import RunItem, item_manifest
+from aqua_tasks.runs.model import RunItem, item_manifest, reply_text
 from eval_common.cli import parse_bool
 
 DATA_DIR_HELP = (
@@ -42,15 +36,6 @@ DATA_DIR_HELP = (
 
 class LmmsLogError(AquaDataError):
     """An lmms-eval log cannot be read, or does not match the data it is rebuilt from."""
-
-
-def task_setting(task: str) -> tuple[str, str, str] | None:
-    """(track, variant, prompt style) of an AQUA task name, or None for another task."""
-    for (variant, prompt_style), prefix in TASK_NAME_PREFIXES.items():
-        track = task.removeprefix(prefix)
-        if task.startswith(prefix) and track in KNOWN_TRACKS:
-            return track, variant, prompt_style
-    return None
 
 
 def content_hash(doc: Mapping[str, Any]) -> str:
@@ -79,12 +64,12 @@ class TaskData:
 
 def task_data(task: str, data_dir: str | Path | None) -> TaskData:
     """The items of an AQUA task's released file; LmmsLogError when the data is not there."""
-    setting = task_setting(task)
-    if setting is None:
+    name = choice_task(task)
+    if name is None:
         raise LmmsLogError(f"{task}: not an AQUA task; no released file to rebuild its docs from")
     if data_dir is None:
         raise LmmsLogError(f"an lmms-eval log of {task}; {DATA_DIR_HELP}")
-    track, variant, prompt_style = setting
+    track, variant, prompt_style = name.track, str(name.variant), str(name.prompt_style)
     try:
         path = track_file(data_dir, track, variant)
         items = tuple(load_items(data_dir, track, variant))
@@ -161,38 +146,21 @@ def row_doc_id(row: Mapping[str, Any], where: str, data: TaskData) -> int:
     return value
 
 
-def check_row(row: Mapping[str, Any], where: str, item: AquaItem, data: TaskData) -> None:
+def check_row(logged: RunItem, item: AquaItem, data: TaskData) -> None:
     """Refuse a row whose logged target or input disagrees with the rebuilt item."""
-    target = row.get("target")
-    if target != expected_target(item):
+    if logged.target != expected_target(item):
         raise LmmsLogError(
-            f"{where}: field 'target' is {target!r} but doc {row.get('doc_id')} of "
+            f"{logged.source}: field 'target' is {logged.target!r} but doc {logged.doc_id} of "
             f"{data.data_file.name} (id {item.id}) gives {expected_target(item)!r}; "
             "pass the --data-dir the run used"
         )
-    prompt = row.get("input")
     # The prompt around the question is the task's and the model's business (placeholders,
     # pre/post prompts); the released question text itself must be in it.
-    if isinstance(prompt, str) and item.question not in prompt:
+    if logged.prompt is not None and item.question not in logged.prompt:
         raise LmmsLogError(
-            f"{where}: field 'input' does not hold the question of doc {row.get('doc_id')} of "
-            f"{data.data_file.name} (id {item.id}); pass the --data-dir the run used"
+            f"{logged.source}: field 'input' does not hold the question of doc {logged.doc_id} "
+            f"of {data.data_file.name} (id {item.id}); pass the --data-dir the run used"
         )
-
-
-def row_reply(row: Mapping[str, Any], where: str) -> str:
-    """The scored reply of a row: `filtered_resps`, a string (or a one-reply list)."""
-    value = row.get("filtered_resps")
-    while isinstance(value, list) and len(value) == 1:
-        value = value[0]
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise LmmsLogError(
-            f"{where}: field 'filtered_resps' must be one reply (a string), got "
-            f"{type(value).__name__}"
-        )
-    return value
 
 
 def rebuilt_doc(
@@ -219,8 +187,8 @@ def rebuilt_doc(
     )
 
 
-def row_prompt_hash(row: Mapping[str, Any], doc: Mapping[str, Any] | None = None) -> str | None:
-    """SHA-256 of the logged prompt in lm-eval's form, as lm-eval's `prompt_hash` is of its own.
+def prompt_sha256(prompt: str | None, doc: Mapping[str, Any] | None = None) -> str | None:
+    """SHA-256 of a logged prompt in lm-eval's form, as lm-eval's `prompt_hash` is of its own.
 
     An AQUA task under lmms-eval sends the released prompt without its audio placeholder
     (`prompts.render_question`; the models put the clip in front, `aqua-audiolm` puts the
@@ -228,12 +196,38 @@ def row_prompt_hash(row: Mapping[str, Any], doc: Mapping[str, Any] | None = None
     the doc's `render_question`, the hash is of `render_prompt`, so that the same prompt
     hashes alike under both harnesses. Any other input is hashed as logged.
     """
-    prompt = row.get("input")
-    if not isinstance(prompt, str):
+    if prompt is None:
         return None
     if doc is not None and prompt == render_question(doc):
         return sha256_text(render_prompt(doc))
     return sha256_text(prompt)
+
+
+def row_item(row: Mapping[str, Any], task: str, path: Path, line: int) -> RunItem:
+    """One lmms-eval row as an item of a task: reply, target, prompt and doc id, but no doc.
+
+    A reply that is no text (e.g. a multiple-choice task's list of scores) is none here;
+    an AQUA item's is checked when its doc is rebuilt (`aqua_item`).
+    """
+    where = f"{path}:{line}"
+    try:
+        reply = reply_text(row.get("filtered_resps"), where, "filtered_resps")
+    except RunError:
+        reply = ""
+    doc_id, prompt = row.get("doc_id"), row.get("input")
+    prompt = prompt if isinstance(prompt, str) else None
+    return RunItem(
+        task,
+        None,
+        reply,
+        where,
+        file=path,
+        line=line,
+        doc_id=doc_id if isinstance(doc_id, int) else None,
+        prompt_hash=prompt_sha256(prompt),
+        target=row.get("target"),
+        prompt=prompt,
+    )
 
 
 def _lmms_settings(task: str, metadata: Mapping[str, Any], where: str) -> tuple[str, bool]:
@@ -258,6 +252,46 @@ class LmmsSamples:
     note: str = ""
 
 
+def lmms_rows(path: Path) -> list[tuple[int, Mapping[str, Any]]]:
+    """(line number, row) of an lmms-eval samples file; RunError at a line that is no row."""
+    rows = list(iter_jsonl(path))
+    for line_no, row in rows:
+        if not is_lmms_row(row):
+            raise RunError(
+                f"{path}:{line_no}: not an lmms-eval sample row (expected doc_id, target and "
+                "filtered_resps, and no doc)"
+            )
+    return rows
+
+
+def aqua_item(
+    row: Mapping[str, Any],
+    logged: RunItem,
+    data: TaskData,
+    *,
+    extractor: str,
+    exclude_defective: bool,
+    known: Mapping[str, Any],
+) -> RunItem:
+    """A row's item rebuilt by doc id from the released data, checked against what it logged."""
+    doc_id = row_doc_id(row, logged.source, data)
+    item = data.items[doc_id]
+    logged = replace(logged, doc_id=doc_id)
+    check_row(logged, item, data)
+    doc = rebuilt_doc(item, data, extractor=extractor, exclude_defective=exclude_defective)
+    return replace(
+        logged,
+        item=item,
+        reply=reply_text(row.get("filtered_resps"), logged.source, "filtered_resps"),
+        extractor=extractor,
+        exclude_defective=exclude_defective,
+        manifest=item_manifest(doc, known),
+        prompt_hash=prompt_sha256(logged.prompt, doc),
+        doc_hash=content_hash(doc),
+        doc=doc,
+    )
+
+
 def read_lmms_samples_file(
     path: str | Path,
     task: str | None = None,
@@ -266,13 +300,13 @@ def read_lmms_samples_file(
     metadata: Mapping[str, Mapping] | None = None,
     recorded_in: str | None = None,
 ) -> LmmsSamples:
-    """The items of one lmms-eval samples file, rebuilt by doc id from the released data.
+    """The items of one lmms-eval samples file, AQUA ones rebuilt by doc id from the data.
 
     `metadata` is the per-task config metadata its results file (`recorded_in`) holds
     (`recorded_metadata`). Without `data_dir` the data folder the run recorded is used when
     its file hashes as recorded (`recorded_data`). Every row's doc id, target and input are
     checked against the rebuilt item; a data file other than the one the results record is
-    refused.
+    refused. Another task's rows are kept for their ids, replies and prompts.
     """
     path = Path(path)
     match = LMMS_SAMPLES_NAME.match(path.name)
@@ -282,35 +316,9 @@ def read_lmms_samples_file(
             f"{path}: lmms-eval rows name no task; keep lmms-eval's file name "
             "<stamp>_samples_<task>.jsonl"
         )
-    rows = list(iter_jsonl(path))
-    for line_no, row in rows:
-        if not is_lmms_row(row):
-            raise RunError(
-                f"{path}:{line_no}: not an lmms-eval sample row (expected doc_id, target and "
-                "filtered_resps, and no doc)"
-            )
-    if task_setting(task) is None:  # another task's rows: kept for their ids and replies
-        items = []
-        for line_no, row in rows:
-            where = f"{path}:{line_no}"
-            try:
-                reply = row_reply(row, where)
-            except LmmsLogError:  # e.g. a multiple-choice task's list of scores: no text reply
-                reply = ""
-            doc_id = row.get("doc_id")
-            items.append(
-                RunItem(
-                    task,
-                    None,
-                    reply,
-                    where,
-                    file=path,
-                    line=line_no,
-                    doc_id=doc_id if isinstance(doc_id, int) else None,
-                    prompt_hash=row_prompt_hash(row),
-                )
-            )
-        return LmmsSamples(items)
+    rows = [(row, row_item(row, task, path, line_no)) for line_no, row in lmms_rows(path)]
+    if choice_task(task) is None:
+        return LmmsSamples([logged for _, logged in rows])
     task_metadata = (metadata or {}).get(task) or {}
     recorded = task_metadata.get("aqua_manifest")
     recorded = recorded if isinstance(recorded, Mapping) else {}
@@ -326,30 +334,12 @@ def read_lmms_samples_file(
     known = {**recorded, "data_file": data.data_file.name, "data_sha256": data.data_sha256}
     try:
         check_recorded_data(data, recorded, recorded_in or str(path))
-        items = []
-        for line_no, row in rows:
-            where = f"{path}:{line_no}"
-            doc_id = row_doc_id(row, where, data)
-            item = data.items[doc_id]
-            check_row(row, where, item, data)
-            doc = rebuilt_doc(item, data, extractor=extractor, exclude_defective=exclude)
-            items.append(
-                RunItem(
-                    task=task,
-                    item=item,
-                    reply=row_reply(row, where),
-                    source=where,
-                    extractor=extractor,
-                    exclude_defective=exclude,
-                    manifest=item_manifest(doc, known),
-                    file=path,
-                    line=line_no,
-                    doc_id=doc_id,
-                    prompt_hash=row_prompt_hash(row, doc),
-                    doc_hash=content_hash(doc),
-                    doc=doc,
-                )
+        items = [
+            aqua_item(
+                row, logged, data, extractor=extractor, exclude_defective=exclude, known=known
             )
+            for row, logged in rows
+        ]
     except LmmsLogError as error:
         raise RunError(str(error)) from None
     return LmmsSamples(items, note)

@@ -28,6 +28,8 @@ class RunItem:
 
     `item` is None for a sample of a non-AQUA task (kept for its doc and hashes); `source`
     names the place for messages ("file:line" or "file: entry N"), `file` and `line` locate it.
+    `target` (the reference) and `prompt` (the text sent) are as the harness logged them,
+    None where it logged none.
     """
 
     task: str
@@ -44,6 +46,8 @@ class RunItem:
     prompt_hash: str | None = None
     doc_hash: str | None = None
     doc: Mapping[str, Any] = field(default_factory=dict)
+    target: Any = None
+    prompt: str | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -51,15 +55,17 @@ class RunItem:
         return (self.task, self.item.id if self.item is not None else int(self.doc_id or 0))
 
 
-def reply_text(value: object, where: str) -> str:
-    """A logged reply as text: a string, a one-reply list, or None (no reply)."""
+def reply_text(value: object, where: str, field_name: str = "reply") -> str:
+    """A logged reply as text: a string, one inside one-reply lists, or None (no reply)."""
+    while isinstance(value, list) and len(value) == 1:
+        value = value[0]
     if value is None:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, list) and len(value) == 1:
-        return reply_text(value[0], where)
-    raise RunError(f"{where}: reply must be a string, got {type(value).__name__}")
+    raise RunError(
+        f"{where}: field {field_name!r} must be one reply (a string), got {type(value).__name__}"
+    )
 
 
 def item_manifest(doc: Mapping, recorded: Mapping | None = None) -> dict[str, str | None]:

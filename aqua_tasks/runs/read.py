@@ -16,6 +16,7 @@ from aqua_tasks.runs.authors import read_authors_results
 from aqua_tasks.runs.discovery import (
     HARNESS_LMMS_EVAL,
     RunError,
+    RunFiles,
     TrackMismatchError,
     evaluation_results,
     find_outputs,
@@ -54,14 +55,14 @@ def refuse_duplicates(items: Iterable[RunItem]) -> None:
         )
 
 
-def read_run(
-    path: str | Path, *, track: str | None = None, data_dir: str | Path | None = None
-) -> Run:
-    """Every item of the run at a path, each file read once; typed errors on bad input.
+def read_samples_items(
+    path: str | Path, *, data_dir: str | Path | None = None
+) -> tuple[RunFiles, list[RunItem], list[str]]:
+    """The items of every samples file at a path, each read by its harness's one reader.
 
-    `data_dir` (the released AQUA-Bench files) is for lmms-eval logs only, whose items are
-    rebuilt from it (without it, from the folder the run recorded if its files hash as
-    recorded; `Run.notes` says so); other runs carry their items and ignore it.
+    Each file is read with its evaluation's results file (recorded manifests, settings and
+    data folder); `notes` say where lmms-eval items were rebuilt from when not `data_dir`.
+    The checks across files (`--track`, duplicates) are `read_run`'s.
     """
     files = find_outputs(path)
     items: list[RunItem] = []
@@ -86,6 +87,19 @@ def read_run(
                 recorded_manifests(files, sample_file),
             )
         )
+    return files, items, notes
+
+
+def read_run(
+    path: str | Path, *, track: str | None = None, data_dir: str | Path | None = None
+) -> Run:
+    """Every item of the run at a path, each file read once; typed errors on bad input.
+
+    `data_dir` (the released AQUA-Bench files) is for lmms-eval logs only, whose items are
+    rebuilt from it (without it, from the folder the run recorded if its files hash as
+    recorded; `Run.notes` says so); other runs carry their items and ignore it.
+    """
+    files, items, notes = read_samples_items(path, data_dir=data_dir)
     if track is not None:
         differing = sorted({i.item.track for i in items if i.item is not None} - {track})
         if differing:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from orca_fixtures import synthetic_items, tiny_trained_checkpoint, write_jsonl
 
-from aqua_tasks.runs.orca_items import items_from_samples, read_samples
+from aqua_tasks.runs.orca_items import orca_records, read_judge_samples
 from orca_judge.cli.score import main as orca_score
 from orca_judge.metric.settings import OrcaMetricError, OrcaMetricSettings, resolve_settings
 
@@ -211,8 +211,8 @@ def test_human_task_and_predict_only_then_orca_score_give_the_same_numbers(runs,
     (per_item,) = sorted((work["root"] / "human").rglob("orca_orca_human_none_*.jsonl"))
     (samples,) = sorted((work["root"] / "predict").rglob("samples_orca_human_*.jsonl"))
     assert not list((work["root"] / "predict").rglob("orca_*.jsonl"))  # nothing judged
-    items = items_from_samples(
-        read_samples(samples), OrcaMetricSettings("-", ratings_field="ratings")
+    items = orca_records(
+        read_judge_samples(samples).items, OrcaMetricSettings("-", ratings_field="ratings")
     )
     later = write_jsonl(work["root"] / "later.jsonl", items)
     # orca-score's own entry point, in this process (the run above already paid for start-up).

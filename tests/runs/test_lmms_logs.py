@@ -20,8 +20,8 @@ from aqua_tasks.cli import regress as cli_regress
 from aqua_tasks.cli import report as cli_report
 from aqua_tasks.cli.score import main as aqua_score
 from aqua_tasks.core.data import TRACK_FILE_STEMS
+from aqua_tasks.core.task_name import TaskName, choice_task
 from aqua_tasks.runs import HARNESS_LM_EVAL, HARNESS_LMMS_EVAL
-from aqua_tasks.runs.lmms_eval_logs import task_setting
 
 DATA = Path(__file__).parents[1] / "data"
 LEGACY = DATA / "legacy_run_0_1_0"
@@ -145,8 +145,10 @@ def test_rebuilt_items_are_the_released_docs_in_file_order(released_dir):
     assert {i.key: i.prompt_hash for i in legacy.aqua_items} == {
         i.key: i.prompt_hash for i in run.aqua_items
     }
-    assert task_setting("aqua-cot_music") == ("music", "main", "cot")
-    assert task_setting("mmlu") is None
+    cot = choice_task("aqua-cot_music")
+    assert cot == TaskName("aqua-cot", "music")
+    assert (cot.track, cot.variant, cot.prompt_style) == ("music", "main", "cot")
+    assert choice_task("mmlu") is None
 
 
 def _edit_first(field: str, value: object):
