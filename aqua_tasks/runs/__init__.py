@@ -3,7 +3,8 @@
 The names below are what the other rooms (aqua-score, aqua-report, aqua-regress,
 orca-lm-eval-items, aqua-replay) use; the modules hold one concern each: `discovery` (which
 files make a run), `lm_eval_samples`, `lmms_eval_logs` and `authors` (one reader per kind of
-file), `model` (the `Run`), `read` (`read_run`), `scores`, `judge_results` and `orca_items`.
+file, each into `RunItem`s), `model` (the `Run`, `RunItem`, the one reply unwrap), `read`
+(`read_run`), `scores`, `judge_results` and `orca_items` (judge input from the run items).
 `judge_calibrations` is imported from its module: it loads the judge (torch), which reading a
 run must not.
 """
