@@ -41,7 +41,7 @@ def _other_reply(sample: Mapping, where: str) -> str:
         return ""
 
 
-def sent_prompt(sample: Mapping) -> str | None:
+def _sent_prompt(sample: Mapping) -> str | None:
     """The prompt lm-eval sent for a sample (its first request's context), if it logged it."""
     arguments = sample.get("arguments")
     if isinstance(arguments, dict):
@@ -135,7 +135,7 @@ def read_samples_file(
             "doc_hash": sample.get("doc_hash"),
             "doc": sample["doc"],
             "target": sample.get("target"),
-            "prompt": sent_prompt(sample),
+            "prompt": _sent_prompt(sample),
         }
         if aqua:
             items.append(_aqua_sample(sample, task, where, manifests or {}, **logged))
