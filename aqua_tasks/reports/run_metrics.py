@@ -1,8 +1,9 @@
 """What aqua-report reads of a run: its AQUA metrics, from the one run reader or a results file.
 
-A run folder with logged samples is read by `aqua_tasks.runs` and scored item by item; a
-results file alone (lm-eval's or lmms-eval's) gives its recorded figures, and an
-`aqua-score --json` file its own.
+A run folder with logged samples is read by `aqua_tasks.runs` and scored by its one scoring
+pipeline (`score_run`, the released tracks pooled); a results file alone (lm-eval's or
+lmms-eval's) gives its recorded figures, and an `aqua-score --json` file its own, read back
+by `RunScores.from_json`.
 """
 
 from __future__ import annotations
