@@ -23,6 +23,11 @@ _EXPORTS = {
     "Verdict": "aqua_tasks.core.scoring",
     "score_reply": "aqua_tasks.core.scoring",
     "summarize": "aqua_tasks.core.scoring",
+    # saved runs scored as aqua-score, aqua-report and aqua-regress score them
+    "RunScores": "aqua_tasks.runs.scoring",
+    "ScoreSettings": "aqua_tasks.runs.scoring",
+    "read_run": "aqua_tasks.runs.read",
+    "score_run": "aqua_tasks.runs.scoring",
     # audio
     "AudioRoots": "aqua_tasks.audio.clips",
     "LazyAudio": "aqua_tasks.audio.clips",

@@ -5,27 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from aqua_tasks.core.data import KNOWN_TRACKS, AquaDataError
-from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
-from aqua_tasks.core.intervals import metric_intervals
-from aqua_tasks.core.pooling import all_tracks_rows, pool_condition, pool_outcomes
-from aqua_tasks.core.scoring import metric_value, summarize
+from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, EXTRACTOR_NAMES
 from aqua_tasks.reports.tables import format_table
-from aqua_tasks.runs import (
-    HARNESS_LMMS_EVAL,
-    Run,
-    RunSource,
-    breakdown,
-    condition_map,
-    iter_tasks,
-    read_run,
-    require_aqua_items,
-    rescoring_notices,
-)
-from aqua_tasks.runs import score_items as score_replies
+from aqua_tasks.runs import HARNESS_LMMS_EVAL, RunScores, ScoreSettings, read_run, score_run
 from eval_common.cli import (
     add_json_flag,
     add_progress_flag,
@@ -33,9 +19,8 @@ from eval_common.cli import (
     command,
     fail,
     number_problem,
-    progress,
 )
-from eval_common.jsonio import json_safe, write_jsonl
+from eval_common.jsonio import write_jsonl
 from eval_common.outputs import OutputError, check_output_file
 
 PROG = "aqua-score"
@@ -100,23 +85,53 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def task_sources(
-    run: Run, per_task: Mapping[str, object], pooled: Mapping[str, list[str]]
-) -> dict[str, list[RunSource]]:
-    """Per scored row, where each of its items was read: file, model and date of its run."""
-    found: dict[str, list[RunSource]] = {task: [] for task in per_task}
-    for source in run.sources():
-        if source.task in found:
-            found[source.task].append(source)
-    for name, members in pooled.items():
-        found[name] = [s for member in members for s in found[member]]
-    return found
-
-
 def _rebuilt(harness: str, data_dir: Path | None) -> str:
     if harness != HARNESS_LMMS_EVAL:
         return ""
     return f"; items rebuilt by doc id from {data_dir or 'the data_dir the run recorded'}"
+
+
+def print_scores(scores: RunScores, results: Path, data_dir: Path | None) -> None:
+    """The table, its legend, where every row was read and the breakdowns, as text."""
+    conditioned = scores.conditioned_on
+    print(format_table(scores.results, intervals=scores.intervals))
+    print(
+        "\nOri = Solvable accuracy; AAD/IASD/IAQD = conditional accuracy over the clips "
+        + (
+            f"whose Solvable item was answered correctly in {conditioned}"
+            if conditioned
+            else "whose Solvable item was answered correctly"
+        )
+        + " (n = clips). Brackets: 95 % intervals (Wilson; CA: clip bootstrap, "
+        + f"seed {scores.seed})."
+        + (
+            " Rows aqua / aqua-<setting>: every clip of their tracks pooled (Σ correct / Σ n)."
+            if scores.pooled
+            else ""
+        )
+    )
+    print(f"read: {results} ({scores.harness}{_rebuilt(scores.harness, data_dir)})")
+    for task, m in scores.results.items():
+        if task in scores.pooled:
+            notes = [f"pools {', '.join(scores.pooled[task])}"]
+        else:
+            notes = [f"from {s.describe()}" for s in scores.sources[task]]
+        notes.append(f"extractor {scores.extractors[task]}")
+        if m["n_unconditioned"]:
+            notes.append(f"{int(m['n_unconditioned'])} items lack their clip's Solvable item")
+        if m["n_excluded"]:
+            notes.append(f"{int(m['n_excluded'])} defective items excluded")
+        print(f"{task}: {'; '.join(notes)}")
+    by = scores.breakdown
+    for task, cells in scores.breakdowns.items():
+        print(f"\n{task} by {by}:\n| type | {by} | n | acc | 95 % CI |")
+        print("|---|---|---|---|---|")
+        for c in cells:
+            low, high = c["ci95"]
+            print(
+                f"| {c['type']} | {c[by]} | {c['n']} | {100 * c['acc']:.1f} "
+                f"| {100 * low:.1f}–{100 * high:.1f} |"
+            )
 
 
 @command(PROG)
@@ -132,129 +147,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             inputs = [args.results, args.condition_on, args.data_dir]
             check_output_file(args.per_item, inputs=inputs, flag="--per-item")
         run = read_run(args.results, track=args.track, data_dir=args.data_dir)
-        replies = require_aqua_items(run)
         conditioning = (
             read_run(args.condition_on, data_dir=args.data_dir) if args.condition_on else None
         )
-        conditions = (
-            condition_map(require_aqua_items(conditioning), args.extractor)
-            if conditioning
-            else None
+        settings = ScoreSettings(
+            extractor=args.extractor,
+            exclude_defective=args.exclude_defective,
+            condition_on=conditioning,
+            breakdown=args.breakdown,
+            n_boot=args.n_boot,
+            seed=args.seed,
         )
+        scores = score_run(run, settings, progress=not args.no_progress)
     except (AquaDataError, OutputError, OSError) as error:
         return fail(PROG, str(error))
-    for note in (*run.notes, *(conditioning.notes if conditioning else ())):
+    for note in (*run.notes, *(conditioning.notes if conditioning else ()), *scores.rescoring):
         print(f"{PROG}: {note}", file=sys.stderr)
-    if args.extractor is None:
-        for notice in rescoring_notices(replies):
-            print(f"{PROG}: {notice}", file=sys.stderr)
-    per_task: dict[str, dict[str, float]] = {}
-    intervals: dict[str, dict[str, tuple[float, float]]] = {}
-    extractors: dict[str, str] = {}
-    breakdowns: dict[str, list[dict]] = {}
-    rows: list[dict] = []
-    values_of: dict[str, list[dict]] = {}
-    conditions_of: dict[str, dict] = {}
-    tasks = iter_tasks(replies)
-    for task, task_replies in progress(tasks, "scoring", not args.no_progress, unit="task"):
-        verdicts = score_replies(
-            task_replies, extractor=args.extractor, exclude_defective=args.exclude_defective
-        )
-        values = [metric_value(v) for v in verdicts]
-        condition = None
-        if conditions is not None:
-            track = task_replies[0].item.track
-            if track not in conditions:
-                return fail(
-                    PROG, f"--condition-on {args.condition_on} has no {track} Solvable items"
-                )
-            condition = conditions[track]
-            conditions_of[task] = condition
-        values_of[task] = values
-        per_task[task] = summarize(values, condition)
-        intervals[task] = metric_intervals(
-            values, condition=condition, n_boot=args.n_boot, seed=args.seed
-        )
-        extractors[task] = ",".join(sorted({v.extractor for v in verdicts}))
-        if args.breakdown:
-            breakdowns[task] = breakdown(task_replies, verdicts, args.breakdown)
-        rows.extend(
-            {"task": task, **v.to_record(), "manifest": dict(r.manifest)}
-            for r, v in zip(task_replies, verdicts, strict=True)
-        )
-    # All-tracks rows pool the clips of their tracks (Σ correct / Σ n), with their intervals.
-    pooled_rows = all_tracks_rows(per_task)
-    for name, members in pooled_rows.items():
-        pooled = pool_outcomes({t: values_of[t] for t in members})
-        condition = pool_condition({t: conditions_of[t] for t in members}) if conditions else None
-        per_task[name] = summarize(pooled, condition)
-        intervals[name] = metric_intervals(
-            pooled, condition=condition, n_boot=args.n_boot, seed=args.seed
-        )
-        extractors[name] = ",".join(sorted({extractors[t] for t in members}))
     if args.per_item:
         try:
-            write_jsonl(args.per_item, rows)
+            write_jsonl(args.per_item, scores.item_rows())
         except (OutputError, OSError) as error:
             return fail(PROG, str(error))
     if args.json:
-        payload = {
-            "results": per_task,
-            "intervals": {"level": 0.95, "seed": args.seed, "n_boot": args.n_boot, **intervals},
-            "extractor": extractors,
-            "extractor_versions": EXTRACTOR_VERSIONS,
-            "conditioned_on": str(args.condition_on) if args.condition_on else None,
-            "source": str(args.results),
-            "harness": run.harness,
-            # Which file, model and date every figure comes from (pooled rows: their tracks').
-            "sources": {
-                task: [s.as_record() for s in found]
-                for task, found in task_sources(run, per_task, pooled_rows).items()
-            },
-            "notes": list(run.notes),
-        }
-        if args.breakdown:
-            payload["breakdown"] = breakdowns
-        print(json.dumps(json_safe(payload), indent=2))
-        return 0
-    print(format_table(per_task, intervals=intervals))
-    print(
-        "\nOri = Solvable accuracy; AAD/IASD/IAQD = conditional accuracy over the clips "
-        + (
-            f"whose Solvable item was answered correctly in {args.condition_on}"
-            if args.condition_on
-            else "whose Solvable item was answered correctly"
-        )
-        + " (n = clips). Brackets: 95 % intervals (Wilson; CA: clip bootstrap, "
-        + f"seed {args.seed})."
-        + (
-            " Rows aqua / aqua-<setting>: every clip of their tracks pooled (Σ correct / Σ n)."
-            if pooled_rows
-            else ""
-        )
-    )
-    print(f"read: {args.results} ({run.harness}{_rebuilt(run.harness, args.data_dir)})")
-    sources = task_sources(run, per_task, pooled_rows)
-    for task, m in per_task.items():
-        if task in pooled_rows:
-            notes = [f"pools {', '.join(pooled_rows[task])}"]
-        else:
-            notes = [f"from {s.describe()}" for s in sources[task]]
-        notes.append(f"extractor {extractors[task]}")
-        if m["n_unconditioned"]:
-            notes.append(f"{int(m['n_unconditioned'])} items lack their clip's Solvable item")
-        if m["n_excluded"]:
-            notes.append(f"{int(m['n_excluded'])} defective items excluded")
-        print(f"{task}: {'; '.join(notes)}")
-    for task, cells in breakdowns.items():
-        print(f"\n{task} by {args.breakdown}:\n| type | {args.breakdown} | n | acc | 95 % CI |")
-        print("|---|---|---|---|---|")
-        for c in cells:
-            low, high = c["ci95"]
-            print(
-                f"| {c['type']} | {c[args.breakdown]} | {c['n']} | {100 * c['acc']:.1f} "
-                f"| {100 * low:.1f}–{100 * high:.1f} |"
-            )
+        print(json.dumps(scores.to_json(), indent=2))
+    else:
+        print_scores(scores, args.results, args.data_dir)
     return 0
 
 

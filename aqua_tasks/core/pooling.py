@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from aqua_tasks.core.data import UNANSWERABLE_TYPES
+from aqua_tasks.core.data import TRACKS, UNANSWERABLE_TYPES
 from aqua_tasks.core.scoring import ItemOutcome, as_outcome
 from aqua_tasks.core.task_name import MAIN_FAMILY, choice_task
 
@@ -38,6 +38,31 @@ def pooled_tracks(members: Iterable[str]) -> list[str]:
     """The tracks an all-tracks row pools, from its member tasks ('aqua_mmau' → 'mmau')."""
     names = [(task, choice_task(task)) for task in members]
     return [name.track if name is not None else task for task, name in names]
+
+
+def released_pools(tasks: Iterable[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """All-tracks rows over a setting's *released* tracks (two or more) → the tasks each
+    pools, and a note for every row a built track (MMAU) is kept out of.
+
+    All means the same in every run and row whether MMAU was built or not: the paper's three
+    released tracks (its MMAU columns stand apart), as `--tasks aqua` pools them; lm-eval's
+    `aqua` row under 'aqua_*' pools a built track too, and says so in its name.
+    """
+    pools: dict[str, list[str]] = {}
+    notes = []
+    for name, members in all_tracks_rows(tasks).items():
+        tracks = pooled_tracks(members)
+        released = [m for m, track in zip(members, tracks, strict=True) if track in TRACKS]
+        built = [m for m in members if m not in released]
+        if len(released) >= 2:
+            pools[name] = released
+        if built:
+            kept = "+".join(pooled_tracks(released)) if len(released) >= 2 else "no All row"
+            notes.append(
+                f"All ({name}) pools the released tracks only ({kept}); "
+                f"{', '.join(built)} has its own columns"
+            )
+    return pools, notes
 
 
 def pooled_label(name: str, members: Iterable[str]) -> str:

@@ -11,7 +11,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from aqua_tasks.core.scoring import metric_value
 from aqua_tasks.gate.comparability import ComparedRun
 from aqua_tasks.gate.paired import (
     JUDGE_METRIC,
@@ -20,7 +19,7 @@ from aqua_tasks.gate.paired import (
     compare_judge,
     compare_task,
 )
-from aqua_tasks.runs import RunItem, iter_tasks, score_items
+from aqua_tasks.runs import RunItem, iter_tasks, score_task
 from eval_common.cli import progress as progress_bar
 
 EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 1, 2
@@ -38,11 +37,11 @@ SCORE_CHUNK = 500
 
 
 def _values(replies: list[RunItem], progress: Any) -> list[dict]:
+    # Scored by the one pipeline, a chunk at a time so that the bar moves on a large task.
     out = []
     for start in range(0, len(replies), SCORE_CHUNK):
         chunk = replies[start : start + SCORE_CHUNK]
-        verdicts = score_items(chunk)
-        out.extend(metric_value(v) for v in verdicts)
+        out.extend(score_task(chunk).values)
         progress.update(len(chunk))
     return out
 

@@ -6,7 +6,8 @@ as a float marked higher-is-better. `fix_aqua_results` rewrites, from the per-it
 
 - every all-tracks row (lm-eval's `aqua` group, or one added when only the tracks were
   selected, e.g. `--tasks 'aqua_*'`; `aqua-cot` and the like for ablations) pooled over
-  clips (see `aqua_tasks.core.pooling`), with its counts;
+  clips by the scoring pipeline `aqua-score` uses (`aqua_tasks.runs.scoring.row_figures`),
+  with its counts;
 - a standard error for every rate: binomial for accuracies, clip bootstrap for CA;
 - counts as integers with no direction and no standard error.
 
@@ -19,8 +20,9 @@ import math
 from collections.abc import Mapping, Sequence
 
 from aqua_tasks.core.intervals import metric_stderrs
-from aqua_tasks.core.pooling import all_tracks_rows, pool_outcomes, pooled_label
-from aqua_tasks.core.scoring import ALL_METRICS, COUNT_METRICS, LOWER_IS_BETTER, summarize
+from aqua_tasks.core.pooling import all_tracks_rows, pooled_label
+from aqua_tasks.core.scoring import ALL_METRICS, COUNT_METRICS, LOWER_IS_BETTER
+from aqua_tasks.runs.scoring import row_figures
 
 # Bootstrap replicates for a CA's standard error (lm-eval's bootstrap_iters caps it; 0: none).
 STDERR_BOOT = 1000
@@ -40,9 +42,9 @@ def metric_directions() -> dict[str, bool | None]:
     return {m: None if m in COUNT_METRICS else m not in LOWER_IS_BETTER for m in ALL_METRICS}
 
 
-def _write_figures(row: dict, filter_key: str, values: Sequence, n_boot: int, seed: int) -> None:
-    summary = summarize(values)
-    stderrs = metric_stderrs(values, n_boot=n_boot, seed=seed) if n_boot else {}
+def _write_figures(
+    row: dict, filter_key: str, summary: Mapping[str, float], stderrs: Mapping[str, float]
+) -> None:
     for metric in ALL_METRICS:
         stderr_key = f"{metric}_stderr,{filter_key}"
         if metric in COUNT_METRICS:
@@ -79,19 +81,35 @@ def fix_aqua_results(
     directions = {k: dict(v) for k, v in (results.get("higher_is_better") or {}).items()}
     versions = dict(results.get("versions") or {})
     outcomes = {t: by_filter for t, by_filter in outcomes.items() if t in table and by_filter}
+    pools = _pooled_rows(results, outcomes)
+    # Per filter, every task's figures and every all-tracks row's, by the one scoring pipeline.
+    figures = {}
+    for filter_key in dict.fromkeys(f for by_filter in outcomes.values() for f in by_filter):
+        figures[filter_key] = row_figures(
+            {
+                t: by_filter[filter_key]
+                for t, by_filter in outcomes.items()
+                if filter_key in by_filter
+            },
+            {n: ms for n, ms in pools.items() if all(filter_key in outcomes[m] for m in ms)},
+            spread=metric_stderrs if n_boot else None,
+            n_boot=n_boot,
+            seed=seed,
+        )
     for task, by_filter in outcomes.items():
-        for filter_key, values in by_filter.items():
-            _write_figures(table[task], filter_key, values, n_boot, seed)
+        for filter_key in by_filter:
+            summaries, stderrs = figures[filter_key]
+            _write_figures(table[task], filter_key, summaries[task], stderrs.get(task, {}))
         directions[task] = directions.get(task, {}) | metric_directions()
-    for name, members in _pooled_rows(results, outcomes).items():
+    for name, members in pools.items():
         # lm-eval's own group values (size-weighted means) are dropped, not kept beside.
         # The alias names the tracks pooled: `aqua` is three or four tracks (see docs/build.md).
         row = {"alias": pooled_label(name, members), "name": name}
         row["sample_len"] = sum(int(table[m].get("sample_len", 0)) for m in members)
         filters = set.intersection(*(set(outcomes[m]) for m in members))
         for filter_key in sorted(filters):
-            pooled = pool_outcomes({m: outcomes[m][filter_key] for m in members})
-            _write_figures(row, filter_key, pooled, n_boot, seed)
+            summaries, stderrs = figures[filter_key]
+            _write_figures(row, filter_key, summaries[name], stderrs.get(name, {}))
         table[name] = row
         groups[name] = dict(row)
         subtasks[name] = members

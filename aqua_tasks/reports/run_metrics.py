@@ -1,45 +1,42 @@
 """What aqua-report reads of a run: its AQUA metrics, from the one run reader or a results file.
 
-A run folder with logged samples is read by `aqua_tasks.runs` and scored item by item; a
-results file alone (lm-eval's or lmms-eval's) gives its recorded figures, and an
-`aqua-score --json` file its own.
+A run folder with logged samples is read by `aqua_tasks.runs` and scored by its one scoring
+pipeline (`score_run`, the released tracks pooled); a results file alone (lm-eval's or
+lmms-eval's) gives its recorded figures, and an `aqua-score --json` file its own, read back
+by `RunScores.from_json`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aqua_tasks.core.data import TRACKS
 from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.extract import EXTRACTOR_ALIASES
-from aqua_tasks.core.intervals import metric_intervals
 from aqua_tasks.core.pooling import (
     MAIN_ROW,
     all_tracks_name,
     all_tracks_rows,
-    pool_outcomes,
     pool_summaries,
-    pooled_tracks,
+    released_pools,
 )
-from aqua_tasks.core.scoring import metric_value, summarize
 from aqua_tasks.core.task_name import CHOICE_FAMILIES, choice_task, family_setting
 from aqua_tasks.runs import (
     HARNESS_LM_EVAL,
     HARNESS_LMMS_EVAL,
     RunError,
     RunFiles,
+    RunScores,
+    ScoreSettings,
     find_outputs,
     is_lmms_results,
-    iter_tasks,
+    is_run_scores,
     read_json,
     read_run,
-    require_aqua_items,
-    rescoring_notices,
     run_label,
-    score_items,
+    score_run,
     when,
 )
 
@@ -149,40 +146,8 @@ def newest_results_file(run_dir: Path) -> tuple[Path, int]:
     return files.results[-1].path, len(files.results)
 
 
-def _nan_for_none(metrics: Mapping) -> dict[str, float]:
-    return {
-        k: (math.nan if v is None else float(v))
-        for k, v in metrics.items()
-        if v is None or isinstance(v, (int, float))
-    }
-
-
 def _is_aqua_row(task: str) -> bool:
     return all_tracks_name(task) is not None or split_task(task)[1] == ALL_TRACKS
-
-
-def released_pools(tasks: Iterable[str]) -> tuple[dict[str, list[str]], list[str]]:
-    """The report's All rows → the tasks each pools: a setting's *released* tracks (two or
-    more), and a note for every row a built track (MMAU) is kept out of.
-
-    All means the same in every run and row whether MMAU was built or not: the paper's three
-    released tracks (its MMAU columns stand apart), as `--tasks aqua` pools them; lm-eval's
-    `aqua` row under 'aqua_*' pools a built track too, and says so in its name.
-    """
-    pools: dict[str, list[str]] = {}
-    notes = []
-    for name, members in all_tracks_rows(tasks).items():
-        released = [m for m in members if split_task(m)[1] in TRACKS]
-        built = [m for m in members if m not in released]
-        if len(released) >= 2:
-            pools[name] = released
-        if built:
-            kept = "+".join(pooled_tracks(released)) if len(released) >= 2 else "no All row"
-            notes.append(
-                f"All ({name}) pools the released tracks only ({kept}); "
-                f"{', '.join(built)} has its own columns"
-            )
-    return pools, notes
 
 
 def _with_pooled(
@@ -227,43 +192,29 @@ def _scored_run(
     data_dir: Path | None = None,
 ) -> RunMetrics:
     """Metrics and intervals of a run's logged replies, re-scored (by `extractor` if given)."""
+    settings = ScoreSettings(extractor=extractor, n_boot=n_boot, seed=seed, released_only=True)
     try:
         run = read_run(path, data_dir=data_dir)
-        items = require_aqua_items(run)
+        scores = score_run(run, settings)
     except RunError as error:
         raise RunReadError(str(error)) from None
     if run.harness == HARNESS_LMMS_EVAL and data_dir is not None:
         notes.append(f"items rebuilt by doc id from {data_dir}")
     sources = run.sources()
     notes.extend(f"{s.task} from {s.describe()}" for s in sources)
-    notes.extend(run.notes)
+    notes.extend(scores.notes)
     if extractor is None:
-        notes.extend(rescoring_notices(items))
+        notes.extend(scores.rescoring)
     else:
         notes.append(f"re-scored with the {extractor} extractor")
-    values: dict[str, list[dict]] = {}
-    tasks: dict[str, dict[str, float]] = {}
-    intervals: dict[str, dict[str, Interval]] = {}
-    extractors: dict[str, str] = {}
-    for task, task_items in iter_tasks(items):
-        verdicts = score_items(task_items, extractor=extractor)
-        values[task] = [metric_value(v) for v in verdicts]
-        extractors[task] = ",".join(sorted({v.extractor for v in verdicts}))
-    pools, pool_notes = released_pools(values)
-    notes.extend(pool_notes)
-    for name, members in pools.items():
-        values[name] = pool_outcomes({m: values[m] for m in members})
-        extractors[name] = ",".join(sorted({extractors[m] for m in members}))
-    for task, task_values in values.items():
-        tasks[task] = summarize(task_values)
-        intervals[task] = metric_intervals(task_values, n_boot=n_boot, seed=seed)
+    notes.extend(released_pools(scores.tasks)[1])
     return RunMetrics(
         run.label,
         str(path),
-        tasks,
+        scores.results,
         tuple(notes),
-        intervals,
-        extractors,
+        scores.intervals,
+        scores.extractors,
         run.harness,
         tuple(s.as_record() for s in sources),
     )
@@ -302,7 +253,7 @@ def load_run_metrics(
         raise RunReadError(f"{path}: no such file or directory")
     if not isinstance(payload, dict) or not isinstance(payload.get("results"), dict):
         raise RunReadError(f"{file}: not lm-eval results or aqua-score --json output")
-    if "extractor_versions" not in payload:
+    if not is_run_scores(payload):
         configs = payload.get("configs") or {}
         text_only = sorted(
             t
@@ -320,25 +271,21 @@ def load_run_metrics(
             f"{path}: re-scoring with --extractor needs the run's per-item replies "
             "(an --output_path folder of a run made with --log_samples)"
         )
-    if "extractor_versions" in payload:  # written by aqua-score --json
+    if is_run_scores(payload):
+        scores = RunScores.from_json(payload)
         tasks, recomputed = _with_pooled(
-            {
-                t: _nan_for_none(m)
-                for t, m in payload["results"].items()
-                if _is_aqua_row(t) and isinstance(m, Mapping)
-            },
-            notes,
+            {t: m for t, m in scores.results.items() if _is_aqua_row(t)}, notes
         )
-        recorded = payload.get("intervals") or {}
         intervals = {
-            t: {m: (float(lo), float(hi)) for m, (lo, hi) in _interval_pairs(recorded.get(t))}
+            # An undefined interval (null) is left out; a recomputed row's is of another row.
+            t: {m: i for m, i in scores.intervals.get(t, {}).items() if not math.isnan(sum(i))}
             for t in tasks
-            if t not in recomputed  # a recorded interval is of the row as it was recorded
+            if t not in recomputed
         }
-        extractors = {t: str(e) for t, e in (payload.get("extractor") or {}).items() if t in tasks}
-        label = Path(str(payload.get("source") or file)).name
+        extractors = {t: e for t, e in scores.extractors.items() if t in tasks}
+        label = Path(scores.source or str(file)).name
         notes.append(f"aqua-score output {file.name}")
-        harness = f"aqua-score --json of {payload.get('harness') or HARNESS_LM_EVAL}"
+        harness = f"aqua-score --json of {scores.harness or HARNESS_LM_EVAL}"
         return RunMetrics(label, str(file), tasks, tuple(notes), intervals, extractors, harness)
     tasks, _ = _with_pooled(aqua_rows(payload), notes)
     if not tasks:
@@ -368,13 +315,3 @@ def load_run_metrics(
         if all_tracks_name(task) is not None  # the track rows, not the pooled one
     )
     return RunMetrics(label, str(file), tasks, tuple(notes), {}, extractors, harness, read_from)
-
-
-def _interval_pairs(recorded: object) -> list[tuple[str, tuple[object, object]]]:
-    if not isinstance(recorded, Mapping):
-        return []
-    return [
-        (m, (v[0], v[1]))
-        for m, v in recorded.items()
-        if isinstance(v, Sequence) and len(v) == 2 and None not in v
-    ]

@@ -4,7 +4,8 @@ The names below are what the other rooms (aqua-score, aqua-report, aqua-regress,
 orca-lm-eval-items, aqua-replay) use; the modules hold one concern each: `discovery` (which
 files make a run), `lm_eval_samples`, `lmms_eval_logs` and `authors` (one reader per kind of
 file, each into `RunItem`s), `model` (the `Run`, `RunItem`, the one reply unwrap), `read`
-(`read_run`), `scores`, `judge_results` and `orca_items` (judge input from the run items).
+(`read_run`), `scoring` (the one scoring pipeline: `score_run` → `RunScores`), `judge_results`
+and `orca_items` (judge input from the run items).
 `judge_calibrations` is imported from its module: it loads the judge (torch), which reading a
 run must not.
 """
@@ -46,7 +47,19 @@ from aqua_tasks.runs.orca_items import (
     read_judge_samples,
 )
 from aqua_tasks.runs.read import DuplicateItemError, read_run
-from aqua_tasks.runs.scores import breakdown, condition_map, rescoring_notices, score_items
+from aqua_tasks.runs.scoring import (
+    RunScores,
+    ScoreSettings,
+    TaskScoring,
+    breakdown,
+    condition_map,
+    is_run_scores,
+    rescoring_notices,
+    row_figures,
+    score_items,
+    score_run,
+    score_task,
+)
 
 __all__ = [
     "HARNESS_AUTHORS",
@@ -62,13 +75,17 @@ __all__ = [
     "RunError",
     "RunFiles",
     "RunItem",
+    "RunScores",
     "RunSource",
+    "ScoreSettings",
+    "TaskScoring",
     "TrackMismatchError",
     "breakdown",
     "condition_map",
     "find_judge_results",
     "find_outputs",
     "is_lmms_results",
+    "is_run_scores",
     "iter_jsonl",
     "iter_tasks",
     "judge_files_beside",
@@ -79,8 +96,11 @@ __all__ = [
     "read_run",
     "require_aqua_items",
     "rescoring_notices",
+    "row_figures",
     "run_label",
     "samples_file_of",
     "score_items",
+    "score_run",
+    "score_task",
     "when",
 ]

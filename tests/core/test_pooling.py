@@ -14,7 +14,13 @@ import re
 import numpy as np
 import pytest
 
-from aqua_tasks.core.pooling import all_tracks_rows, pool_condition, pool_outcomes, pool_summaries
+from aqua_tasks.core.pooling import (
+    all_tracks_rows,
+    pool_condition,
+    pool_outcomes,
+    pool_summaries,
+    released_pools,
+)
 from aqua_tasks.core.scoring import ALL_METRICS, COUNT_METRICS, ItemOutcome, pack_outcome, summarize
 from aqua_tasks.core.stats import binomial_stderr, bootstrap_ca_stderr
 from aqua_tasks.lm_eval.results import fix_aqua_results
@@ -256,3 +262,14 @@ def test_another_runs_solvable_answers_condition_each_track_on_its_own_clips():
     condition = pool_condition({"aqua-cot_animal": {0: True}, "aqua-cot_music": {0: False}})
     pooled = summarize(pool_outcomes(per_task), condition)
     assert pooled["ca_iaqd"] == 1.0 and pooled["n_ca_iaqd"] == 1
+
+
+def test_released_pools_keep_a_built_track_out_of_the_all_row_and_say_so():
+    tasks = ["aqua_animal", "aqua_mmau", "aqua_music", "aqua-cot_mmau", "aqua-cot_vocal"]
+    pools, notes = released_pools(tasks)
+    assert pools == {"aqua": ["aqua_animal", "aqua_music"]}
+    assert notes == [
+        "All (aqua) pools the released tracks only (animal+music); aqua_mmau has its own columns",
+        "All (aqua-cot) pools the released tracks only (no All row); aqua-cot_mmau has its own "
+        "columns",
+    ]
