@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from eval_common.inputs import InputFileError
+from eval_common.errors import InputFileError
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off"})

@@ -16,12 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from eval_common.inputs import read_text
-from orca_judge.data import DataError, load_items
+from orca_judge.data import load_items
+from orca_judge.errors import CalibrationError, DataError
 from orca_judge.metrics import agreement
-
-
-class CalibrationError(ValueError):
-    """Predictions, rated items or a run cannot give a calibration; the message says why."""
 
 
 @dataclass(frozen=True)

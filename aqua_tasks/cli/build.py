@@ -19,13 +19,8 @@ from aqua_tasks.build.api import (
 )
 from aqua_tasks.build.builder import BuildConfig, manifest_path
 from aqua_tasks.build.categories import default_bank
-from aqua_tasks.build.source import (
-    ANSWER_FORMATS,
-    MMAU_FIELDS,
-    BuildError,
-    FieldMap,
-    read_source,
-)
+from aqua_tasks.build.source import ANSWER_FORMATS, MMAU_FIELDS, FieldMap, read_source
+from aqua_tasks.errors import BuildError
 from eval_common.cli import (
     RESUMES,
     add_json_flag,

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from aqua_tasks.core.data import AquaDataError
+from aqua_tasks.errors import AquaDataError
 from aqua_tasks.gate.comparability import (
     ComparedRun,
     comparability_notes,
@@ -35,8 +35,9 @@ from eval_common.cli import (
     fail,
     number_problem,
 )
+from eval_common.errors import OutputError
 from eval_common.jsonio import json_safe
-from eval_common.outputs import OutputError, append_text, check_output_file
+from eval_common.outputs import append_text, check_output_file
 
 PROG = "aqua-regress"
 # Names kept importable from here for callers of 0.1.0.

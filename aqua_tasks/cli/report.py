@@ -10,9 +10,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from aqua_tasks.core.extract import EXTRACTOR_NAMES
-from aqua_tasks.reports.charts import VECTOR_FORMATS, PlottingUnavailable, plot_calibration
+from aqua_tasks.errors import PlottingUnavailable, RunReadError
+from aqua_tasks.reports.charts import VECTOR_FORMATS, plot_calibration
 from aqua_tasks.reports.folder import REPORT_NAMES, save_figure, write_report
-from aqua_tasks.reports.run_metrics import RunReadError, load_run_metrics
+from aqua_tasks.reports.run_metrics import load_run_metrics
 from aqua_tasks.reports.tables import build_table, to_markdown
 from eval_common.cli import RESUMES, add_json_flag, add_seed_flag, command, fail, number_problem
 from eval_common.jsonio import json_safe

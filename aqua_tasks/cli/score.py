@@ -8,11 +8,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aqua_tasks.core.data import KNOWN_TRACKS, AquaDataError
+from aqua_tasks.core.data import KNOWN_TRACKS
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, EXTRACTOR_NAMES, EXTRACTOR_VERSIONS
 from aqua_tasks.core.intervals import metric_intervals
 from aqua_tasks.core.pooling import all_tracks_rows, pool_condition, pool_outcomes
 from aqua_tasks.core.scoring import metric_value, summarize
+from aqua_tasks.errors import AquaDataError
 from aqua_tasks.reports.tables import format_table
 from aqua_tasks.runs import (
     HARNESS_LMMS_EVAL,
@@ -35,8 +36,9 @@ from eval_common.cli import (
     number_problem,
     progress,
 )
+from eval_common.errors import OutputError
 from eval_common.jsonio import json_safe, write_jsonl
-from eval_common.outputs import OutputError, check_output_file
+from eval_common.outputs import check_output_file
 
 PROG = "aqua-score"
 

@@ -14,14 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aqua_tasks.core.data import AquaDataError, AquaItem
+from aqua_tasks.core.data import AquaItem
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, EXTRACTOR_ALIASES
 from aqua_tasks.core.manifest import MANIFEST_FIELDS
+from aqua_tasks.errors import AquaDataError, JudgeResultsError
 from aqua_tasks.runs import (
     HARNESS_AUTHORS,
     HARNESS_LM_EVAL,
     JudgeResults,
-    JudgeResultsError,
     RunItem,
     RunSource,
     iter_tasks,

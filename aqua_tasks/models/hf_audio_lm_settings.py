@@ -11,13 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aqua_tasks.errors import ModelArgumentError
 from aqua_tasks.models.data_parallel import parse_max_memory
-from aqua_tasks.models.model_args import (
-    ModelArgumentError,
-    checked_device,
-    checked_pretrained,
-    positive_int,
-)
+from aqua_tasks.models.model_args import checked_device, checked_pretrained, positive_int
 from aqua_tasks.models.reply_journal import default_cache_dir
 from eval_common.cli import parse_bool
 

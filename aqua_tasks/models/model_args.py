@@ -12,14 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from aqua_tasks.errors import ModelArgumentError
 from eval_common.cli import number_problem
 
 # Hub ids are `name` or `namespace/name`; these prefixes only ever start a local path.
 LOCAL_PREFIXES = ("/", "./", "../", "~", ".\\", "..\\")
-
-
-class ModelArgumentError(ValueError):
-    """A model argument the model cannot use; the message names it, its value, what is allowed."""
 
 
 def positive_int(name: str, value: object) -> int:

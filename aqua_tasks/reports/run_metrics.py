@@ -25,10 +25,10 @@ from aqua_tasks.core.pooling import (
     pooled_tracks,
 )
 from aqua_tasks.core.scoring import metric_value, summarize
+from aqua_tasks.errors import RunError, RunReadError
 from aqua_tasks.runs import (
     HARNESS_LM_EVAL,
     HARNESS_LMMS_EVAL,
-    RunError,
     RunFiles,
     find_outputs,
     is_lmms_results,
@@ -47,10 +47,6 @@ ALL_TRACKS = "all"
 # A pooled row written by `lm_eval_results.fix_aqua_results` has its counts; lm-eval's own
 # group row (a size-weighted mean of the tracks) has none.
 POOLED_MARK = "n_ca_aad"
-
-
-class RunReadError(ValueError):
-    """A run folder or file is missing, malformed, or holds no AQUA results."""
 
 
 Interval = tuple[float, float]

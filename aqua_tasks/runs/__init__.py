@@ -12,10 +12,7 @@ from aqua_tasks.runs.discovery import (
     HARNESS_AUTHORS,
     HARNESS_LM_EVAL,
     HARNESS_LMMS_EVAL,
-    AmbiguousRunError,
-    RunError,
     RunFiles,
-    TrackMismatchError,
     find_outputs,
     is_lmms_results,
     iter_jsonl,
@@ -25,7 +22,6 @@ from aqua_tasks.runs.discovery import (
 )
 from aqua_tasks.runs.judge_results import (
     JudgeResults,
-    JudgeResultsError,
     find_judge_results,
     judge_files_beside,
     read_judge_results,
@@ -45,7 +41,7 @@ from aqua_tasks.runs.orca_items import (
     read_lmms_samples,
     read_samples,
 )
-from aqua_tasks.runs.read import DuplicateItemError, read_run
+from aqua_tasks.runs.read import read_run
 from aqua_tasks.runs.scores import breakdown, condition_map, rescoring_notices, score_items
 
 __all__ = [
@@ -53,16 +49,11 @@ __all__ = [
     "HARNESS_LMMS_EVAL",
     "HARNESS_LM_EVAL",
     "NOT_LOADED",
-    "AmbiguousRunError",
-    "DuplicateItemError",
     "JudgeResults",
-    "JudgeResultsError",
     "Run",
-    "RunError",
     "RunFiles",
     "RunItem",
     "RunSource",
-    "TrackMismatchError",
     "breakdown",
     "condition_map",
     "find_judge_results",

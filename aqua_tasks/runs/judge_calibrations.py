@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aqua_tasks.runs.judge_results import JudgeResultsError, find_judge_results
-from orca_judge.calibration import Calibration, CalibrationError, calibration_of
-from orca_judge.data import DataError, load_items
+from aqua_tasks.errors import JudgeResultsError
+from aqua_tasks.runs.judge_results import find_judge_results
+from orca_judge.calibration import Calibration, calibration_of
+from orca_judge.data import load_items
+from orca_judge.errors import CalibrationError, DataError
 
 
 def load_run_calibrations(run: str | Path) -> dict[str, Calibration]:

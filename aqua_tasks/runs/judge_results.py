@@ -13,13 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aqua_tasks.runs.discovery import RunError, find_outputs, iter_jsonl, name_match
+from aqua_tasks.errors import JudgeResultsError, RunError
+from aqua_tasks.runs.discovery import find_outputs, iter_jsonl, name_match
 
 ROW_FIELDS = ("task", "filter", "index", "inputs", "orca", "expected_unit")
-
-
-class JudgeResultsError(ValueError):
-    """A per-item judge results file is unreadable or not one written by `metric: orca`."""
 
 
 @dataclass(frozen=True)

@@ -18,19 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aqua_tasks.core.data import (
-    KNOWN_TRACKS,
-    TASK_NAME_PREFIXES,
-    AquaDataError,
-    AquaItem,
-    load_items,
-    track_file,
-)
+from aqua_tasks.core.data import KNOWN_TRACKS, TASK_NAME_PREFIXES, AquaItem, load_items, track_file
 from aqua_tasks.core.docs import clip_indices, item_to_doc
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR
 from aqua_tasks.core.manifest import sha256_file, sha256_text
 from aqua_tasks.core.prompts import render_prompt, render_question
-from aqua_tasks.runs.discovery import LMMS_SAMPLES_NAME, RunError, is_lmms_row, iter_jsonl
+from aqua_tasks.errors import AquaDataError, LmmsLogError, RunError
+from aqua_tasks.runs.discovery import LMMS_SAMPLES_NAME, is_lmms_row, iter_jsonl
 from aqua_tasks.runs.model import RunItem, item_manifest
 from eval_common.cli import parse_bool
 
@@ -38,10 +32,6 @@ DATA_DIR_HELP = (
     "pass --data-dir, the folder of the released AQUA-Bench files the run was made from "
     "(lmms-eval logs no docs; items are rebuilt from the data by doc_id)"
 )
-
-
-class LmmsLogError(AquaDataError):
-    """An lmms-eval log cannot be read, or does not match the data it is rebuilt from."""
 
 
 def task_setting(task: str) -> tuple[str, str, str] | None:

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from aqua_tasks.core.data import AquaDataError, load_json_file
+from aqua_tasks.core.data import load_json_file
+from aqua_tasks.errors import AquaDataError
 from aqua_tasks.runs.discovery import (
     LMMS_SAMPLES_NAME,
     evaluation_results,

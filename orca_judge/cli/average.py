@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 
 from eval_common.cli import add_json_flag, command, fail
-from orca_judge.checkpoint import CheckpointError
+from orca_judge.errors import CheckpointError
 from orca_judge.training.averaging import average_checkpoints
 
 PROG = "orca-average"

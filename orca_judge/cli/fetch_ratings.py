@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 
 from eval_common.cli import add_json_flag, command, fail
-from orca_judge.data import DataError
+from orca_judge.errors import DataError
 from orca_judge.human_ratings import DATASET_ID, HUMAN, fetch_human_ratings
 
 PROG = "orca-fetch-ratings"

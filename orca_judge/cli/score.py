@@ -16,8 +16,9 @@ from eval_common.cli import (
     fail,
     flags_problem,
 )
+from eval_common.errors import OutputError
 from eval_common.jsonio import write_jsonl
-from eval_common.outputs import OutputError, check_output_file
+from eval_common.outputs import check_output_file
 
 PROG = "orca-score"
 
@@ -81,10 +82,9 @@ def setup_lines(setup: Mapping[str, Any]) -> list[str]:
 
 @command(PROG)
 def main(argv: list[str] | None = None) -> int:
-    from orca_judge.checkpoint import CheckpointError
-    from orca_judge.data import DataError, load_items
+    from orca_judge.data import load_items
+    from orca_judge.errors import BackboneLoadError, CheckpointError, DataError
     from orca_judge.judge import OrcaJudge
-    from orca_judge.model import BackboneLoadError
     from orca_judge.report import agreement_report
 
     args = build_parser().parse_args(argv)

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from eval_common.cli import add_json_flag, add_seed_flag, command, fail, number_problem
 from eval_common.outputs import check_output_file, write_text
-from orca_judge.data import DataError, load_items
+from orca_judge.data import load_items
+from orca_judge.errors import DataError
 from orca_judge.training.synthetic import KINDS, build_synthetic_items
 
 PROG = "orca-synthesize"

@@ -254,10 +254,9 @@ def _load_stages(args: argparse.Namespace) -> tuple[list[Any], list[Any], str | 
 
 @command(PROG, on_interrupt=RESUMES)
 def main(argv: list[str] | None = None) -> int:
-    from orca_judge.checkpoint import CheckpointError, update_metrics
-    from orca_judge.data import DataError
+    from orca_judge.checkpoint import update_metrics
+    from orca_judge.errors import BackboneLoadError, CheckpointError, DataError
     from orca_judge.judge import OrcaJudge
-    from orca_judge.model import BackboneLoadError
     from orca_judge.report import agreement_report
     from orca_judge.training.curriculum import train_curriculum
 

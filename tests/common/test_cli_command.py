@@ -15,7 +15,7 @@ from eval_common.cli import (
     command,
     run_command,
 )
-from eval_common.inputs import InputFileError
+from eval_common.errors import InputFileError
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]

@@ -8,10 +8,11 @@ import json
 import pytest
 import torch
 
+from aqua_tasks.errors import ModelArgumentError
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.models.baselines import FirstOptionLM, RandomOptionLM, ReplayLM
 from aqua_tasks.models.hf_audio_lm import AudioLM
-from aqua_tasks.models.model_args import ModelArgumentError, checked_pretrained
+from aqua_tasks.models.model_args import checked_pretrained
 
 URL = "http://localhost:9/v1/chat/completions"
 # What lm-eval's CLI sends every model beside --model_args.

@@ -28,6 +28,7 @@ from lm_eval.api.model import LM
 
 from aqua_tasks.core.generation_failure import failed_reply
 from aqua_tasks.core.generation_limit import limited_reply
+from aqua_tasks.errors import EndpointError, ModelArgumentError
 from aqua_tasks.models.api.cache import ReplyCache, cache_file_name, cache_key, default_cache_dir
 from aqua_tasks.models.api.http import (
     RequestFailure,
@@ -45,7 +46,6 @@ from aqua_tasks.models.api.payload import (
 )
 from aqua_tasks.models.audio_prompts import cut_at_stop, request_clips
 from aqua_tasks.models.model_args import (
-    ModelArgumentError,
     bounded_int,
     finite_number,
     harness_settings,
@@ -58,10 +58,6 @@ NAME = "openai-audio-chat"
 DEFAULT_MAX_GEN_TOKS = 256
 TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
 FAILURES_LISTED = 20  # failed items named on stderr; all of them are in the results file
-
-
-class EndpointError(RuntimeError):
-    """The server refuses every request (bad key, wrong URL or model): the run stops."""
 
 
 @dataclass
