@@ -8,7 +8,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from aqua_tasks.errors import AquaDataError
 from aqua_tasks.gate.comparability import (
     ComparedRun,
     comparability_notes,
@@ -35,7 +34,6 @@ from eval_common.cli import (
     fail,
     number_problem,
 )
-from eval_common.errors import OutputError
 from eval_common.jsonio import json_safe
 from eval_common.outputs import append_text, check_output_file
 
@@ -165,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cand = load_compared_run(
             args.candidate, args.candidate_data_dir or args.data_dir, args.candidate_audio
         )
-    except (AquaDataError, OSError, ValueError) as error:
+    except (OSError, ValueError) as error:
         return fail(PROG, str(error))
     for notice in (*base.notes, *cand.notes, *rescoring_notices([*base.replies, *cand.replies])):
         print(f"{PROG}: {notice}", file=sys.stderr)
@@ -200,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.summary:
         try:
             append_text(args.summary, summary)
-        except (OutputError, OSError) as error:
+        except OSError as error:
             return fail(PROG, str(error))
     if reason is not None:
         code = EXIT_NOT_COMPARABLE

@@ -72,20 +72,14 @@ class AudioLMSettings:
             )
         batch = batch_size_of(batch_size)
         max_new = None if max_gen_toks is None else positive_int("max_gen_toks", max_gen_toks)
-        try:
-            memory = parse_max_memory(max_memory)
-        except ValueError as error:
-            raise ModelArgumentError(str(error)) from None
+        memory = parse_max_memory(max_memory)
         if memory is not None and not device_map:
             raise ModelArgumentError("max_memory=... needs device_map (e.g. device_map=auto)")
         from eval_common.devices import DTYPES  # torch: only once the cheap checks passed
 
         if dtype is not None and str(dtype).strip().lower() not in DTYPES:
             raise ModelArgumentError(f"dtype={dtype!r}: expected one of {', '.join(DTYPES)}")
-        try:
-            trust = parse_bool("trust_remote_code", trust_remote_code)
-        except ValueError as error:
-            raise ModelArgumentError(str(error)) from None
+        trust = parse_bool("trust_remote_code", trust_remote_code, ModelArgumentError)
         return cls(
             pretrained=checked_pretrained(pretrained),
             device=None if device_map else checked_device(device),

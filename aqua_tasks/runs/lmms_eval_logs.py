@@ -314,32 +314,29 @@ def read_lmms_samples_file(
     except LmmsLogError as error:
         raise RunError(f"{path}: {error}") from None
     known = {**recorded, "data_file": data.data_file.name, "data_sha256": data.data_sha256}
-    try:
-        check_recorded_data(data, recorded, recorded_in or str(path))
-        items = []
-        for line_no, row in rows:
-            where = f"{path}:{line_no}"
-            doc_id = row_doc_id(row, where, data)
-            item = data.items[doc_id]
-            check_row(row, where, item, data)
-            doc = rebuilt_doc(item, data, extractor=extractor, exclude_defective=exclude)
-            items.append(
-                RunItem(
-                    task=task,
-                    item=item,
-                    reply=row_reply(row, where),
-                    source=where,
-                    extractor=extractor,
-                    exclude_defective=exclude,
-                    manifest=item_manifest(doc, known),
-                    file=path,
-                    line=line_no,
-                    doc_id=doc_id,
-                    prompt_hash=row_prompt_hash(row, doc),
-                    doc_hash=content_hash(doc),
-                    doc=doc,
-                )
+    check_recorded_data(data, recorded, recorded_in or str(path))
+    items = []
+    for line_no, row in rows:
+        where = f"{path}:{line_no}"
+        doc_id = row_doc_id(row, where, data)
+        item = data.items[doc_id]
+        check_row(row, where, item, data)
+        doc = rebuilt_doc(item, data, extractor=extractor, exclude_defective=exclude)
+        items.append(
+            RunItem(
+                task=task,
+                item=item,
+                reply=row_reply(row, where),
+                source=where,
+                extractor=extractor,
+                exclude_defective=exclude,
+                manifest=item_manifest(doc, known),
+                file=path,
+                line=line_no,
+                doc_id=doc_id,
+                prompt_hash=row_prompt_hash(row, doc),
+                doc_hash=content_hash(doc),
+                doc=doc,
             )
-    except LmmsLogError as error:
-        raise RunError(str(error)) from None
+        )
     return LmmsSamples(items, note)

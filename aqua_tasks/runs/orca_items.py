@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from aqua_tasks.core.data import load_json_file
-from aqua_tasks.errors import AquaDataError
 from aqua_tasks.runs.discovery import (
     LMMS_SAMPLES_NAME,
     evaluation_results,
@@ -47,10 +46,7 @@ def read_docs_file(path: str | Path) -> list[Any]:
         raise ValueError(f"{path}: no such file")
     if path.suffix == ".jsonl":
         return [doc for _, doc in iter_jsonl(path)]
-    try:
-        docs = load_json_file(path)
-    except AquaDataError as error:
-        raise ValueError(str(error)) from None
+    docs = load_json_file(path)
     if not isinstance(docs, list):
         raise ValueError(f"{path}: expected a JSON list of docs (or a .jsonl file)")
     return docs
@@ -107,21 +103,18 @@ def read_lmms_samples(
     match = LMMS_SAMPLES_NAME.match(path.name)
     task = match.group("name") if match else None
     if docs_file is None and task is not None and task_setting(task) is not None:
-        try:
-            # The results file of the same evaluation records the data folder and its hash.
-            results_path = path.with_name(f"{match.group('stamp')}_results.json")
-            files = find_outputs(results_path if results_path.is_file() else path)
-            (samples_file,) = [f for f in files.samples if f.path == path]
-            results = evaluation_results(files, samples_file)
-            read = read_lmms_samples_file(
-                path,
-                task,
-                data_dir=data_dir,
-                metadata=recorded_metadata(files, samples_file),
-                recorded_in=str(results.path) if results is not None else None,
-            )
-        except AquaDataError as error:
-            raise ValueError(str(error)) from None
+        # The results file of the same evaluation records the data folder and its hash.
+        results_path = path.with_name(f"{match.group('stamp')}_results.json")
+        files = find_outputs(results_path if results_path.is_file() else path)
+        (samples_file,) = [f for f in files.samples if f.path == path]
+        results = evaluation_results(files, samples_file)
+        read = read_lmms_samples_file(
+            path,
+            task,
+            data_dir=data_dir,
+            metadata=recorded_metadata(files, samples_file),
+            recorded_in=str(results.path) if results is not None else None,
+        )
         items = read.items
         if read.note and notes is not None:
             notes.append(read.note)

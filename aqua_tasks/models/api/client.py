@@ -89,14 +89,6 @@ class ApiRunStats:
         }
 
 
-def parse_model_bool(name: str, value: object) -> bool:
-    """A boolean model argument (true/false, yes/no, on/off, 1/0)."""
-    try:
-        return parse_bool(name, value)
-    except ValueError as error:
-        raise ModelArgumentError(str(error)) from None
-
-
 def check_base_url(base_url: object) -> str:
     """The chat-completions URL, or a ValueError saying what a full URL looks like."""
     url = str(base_url or "")
@@ -194,7 +186,7 @@ class OpenAIAudioChatLM(LM):
         self._headers = self._auth_headers()
         self._secret = self._headers.get("Authorization", "").removeprefix("Bearer ") or None
         self.cache: ReplyCache | None = None
-        if parse_model_bool("cache", cache):
+        if parse_bool("cache", cache, ModelArgumentError):
             folder = Path(os.path.expanduser(str(cache_dir))) if cache_dir else default_cache_dir()
             self.cache = ReplyCache(folder / cache_file_name(self.model))
             if self.cache.skipped_lines:
@@ -234,7 +226,7 @@ class OpenAIAudioChatLM(LM):
     @classmethod
     def check_model_args(cls, arg_dict: dict, additional_config: dict | None = None) -> None:
         """ModelArgumentError for the first bad model argument; sends and opens nothing."""
-        parse_model_bool("cache", arg_dict.get("cache", True))
+        parse_bool("cache", arg_dict.get("cache", True), ModelArgumentError)
         # The constructor only checks and stores, apart from opening the reply cache.
         cls.create_from_arg_obj({**arg_dict, "cache": False}, additional_config)
 
