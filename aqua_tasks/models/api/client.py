@@ -46,6 +46,7 @@ from aqua_tasks.models.api.payload import (
 )
 from aqua_tasks.models.audio_prompts import cut_at_stop, request_clips
 from aqua_tasks.models.model_args import (
+    ArgsThroughArgObj,
     bounded_int,
     finite_number,
     harness_settings,
@@ -114,8 +115,15 @@ def public_url(url: str) -> str:
     return urllib.parse.urlunsplit((parsed.scheme, netloc, parsed.path, "", ""))
 
 
-class OpenAIAudioChatLM(LM):
-    """Replies from an OpenAI-compatible chat-completions server, clips sent as WAV parts."""
+class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
+    """Replies from an OpenAI-compatible chat-completions server, clips sent as WAV parts.
+
+    Not built on lm-eval's `TemplateAPI` (`local-chat-completions`): it forwards images only
+    (`create_image_prompt`), needs aiohttp and tenacity, and stops the run once a request's
+    retries are spent; this class sends WAV parts with the standard library, honours
+    `Retry-After`, counts retries by reason, caches each reply as it arrives and turns a
+    request that still fails into a `failed_reply` so the run goes on.
+    """
 
     MULTIMODAL = True  # lm-eval refuses audio tasks for models without this flag
     # CLI-level settings lm-eval passes to every model; a chat request holds one conversation.
@@ -208,13 +216,6 @@ class OpenAIAudioChatLM(LM):
         return (
             f"{type(self).__name__}(model={self.model!r}, base_url={public_url(self.base_url)!r})"
         )
-
-    @classmethod
-    def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None):
-        """Build from `--model_args`; its keys win over the CLI's batch_size/device defaults."""
-        from lm_eval.utils import simple_parse_args_string
-
-        return cls.create_from_arg_obj(simple_parse_args_string(arg_string), additional_config)
 
     @classmethod
     def create_from_arg_obj(cls, arg_dict: dict, additional_config: dict | None = None):
