@@ -11,9 +11,12 @@ from eval_common.lazy_exports import lazy_getattr
 
 # public name -> module that defines it
 _EXPORTS = {
+    # the error family: every error of the benchmark is an AquaError
+    "AquaError": "aqua_tasks.errors",
+    "AquaDataError": "aqua_tasks.errors",
+    "BuildError": "aqua_tasks.errors",
     # the released questions
     "AquaItem": "aqua_tasks.core.data",
-    "AquaDataError": "aqua_tasks.core.data",
     "load_items": "aqua_tasks.core.data",
     "track_file": "aqua_tasks.core.data",
     # answer extraction and scoring
@@ -36,7 +39,6 @@ _EXPORTS = {
     "resolve_audio": "aqua_tasks.audio.clips",
     # aqua-build: AQUA's four types for another multiple-choice audio benchmark
     "BuildConfig": "aqua_tasks.build.builder",
-    "BuildError": "aqua_tasks.build.source",
     "GeneratorSettings": "aqua_tasks.build.api",
     "build_file": "aqua_tasks.build.api",
     # lm-eval: tasks, models and `metric: orca` registered for the Python API

@@ -34,13 +34,14 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from aqua_tasks.core.data import TRACKS, VARIANT_SUFFIXES, AquaDataError, AquaItem, load_items
+from aqua_tasks.core.data import TRACKS, VARIANT_SUFFIXES, AquaItem, load_items
 from aqua_tasks.core.extract import (
     Extraction,
     extract_aqua_rules,
     extract_official,
     extract_string_match,
 )
+from aqua_tasks.errors import AquaDataError
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO.parent / "shared" / "data" / "aqua-bench"

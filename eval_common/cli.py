@@ -11,16 +11,20 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from eval_common.inputs import InputFileError
+from eval_common.errors import EvalError
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 
 
+# The exit status of bad input: argparse's own for a bad flag.
+EXIT_BAD_INPUT = 2
+
+
 def fail(prog: str, message: str) -> int:
     """Print `prog: error: message` to stderr and return the bad-input exit status 2."""
     print(f"{prog}: error: {message}", file=sys.stderr)
-    return 2
+    return EXIT_BAD_INPUT
 
 
 # What Ctrl-C prints after "interrupted; ": commands that keep their progress say how to go on,
@@ -31,6 +35,11 @@ NOTHING_WRITTEN = "nothing was written"
 EXIT_INTERRUPTED = 130
 # The Python documentation's status for a reader that closed the pipe (signal handling docs).
 EXIT_BROKEN_PIPE = 1
+
+# Each error family and the exit status its one line ends in; the first row that matches wins.
+# Every family of ours (`eval_common.errors`, `aqua_tasks.errors`, `orca_judge.errors`: one
+# root) is something the user must fix; a command's `errors=` (builtin types) join them.
+EXIT_STATUSES: tuple[tuple[type[Exception], int], ...] = ((EvalError, EXIT_BAD_INPUT),)
 
 Main = Callable[[Sequence[str] | None], int]
 
@@ -45,8 +54,9 @@ def run_command(
 ) -> int:
     """Run a console script's `main`: a closed pipe, Ctrl-C and known errors end in one line.
 
-    `errors` are the command's bad-input types (an unreadable input file always is one):
-    they print `prog: error: message` and exit 2 instead of a traceback.
+    An error of the family (`EvalError`) and the command's own bad-input types `errors`
+    print `prog: error: message` and end in their `EXIT_STATUSES` status (2 for `errors`)
+    instead of a traceback; any other error still raises.
     """
     try:
         status = main(argv)
@@ -63,8 +73,14 @@ def run_command(
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; {on_interrupt}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (InputFileError, *errors) as error:
-        return fail(prog, str(error))
+    except (EvalError, *errors) as error:
+        fail(prog, str(error))
+        return exit_status(error)
+
+
+def exit_status(error: BaseException) -> int:
+    """The exit status an error ends a command in: its family's row, else bad input (2)."""
+    return next((s for family, s in EXIT_STATUSES if isinstance(error, family)), EXIT_BAD_INPUT)
 
 
 def command(
@@ -103,8 +119,8 @@ def _stdout_is_closed_pipe() -> bool:
     return any(events & select.POLLERR for _, events in poller.poll(0))
 
 
-def parse_bool(name: str, value: object) -> bool:
-    """A boolean setting from a bool, 1/0, true/false, yes/no or on/off (any case)."""
+def parse_bool(name: str, value: object, error: type[Exception] = ValueError) -> bool:
+    """A boolean setting from a bool, 1/0, true/false, yes/no or on/off (any case); else `error`."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and value in (0, 1):
@@ -115,7 +131,7 @@ def parse_bool(name: str, value: object) -> bool:
             return True
         if text in FALSE_WORDS:
             return False
-    raise ValueError(f"{name}={value!r}: expected true/false, yes/no, on/off or 1/0")
+    raise error(f"{name}={value!r}: expected true/false, yes/no, on/off or 1/0")
 
 
 def bool_arg(text: str) -> bool:

@@ -14,10 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-
-class InputFileError(ValueError):
-    """An input file that cannot be read as what it should be; the message names file and line."""
-
+from eval_common.errors import InputFileError
 
 # What `yaml.safe_load` builds: anything else (`!!python/object`, `!!binary`, …) is refused.
 PLAIN_YAML = "plain YAML only (mappings, lists, strings, numbers, true/false, null)"

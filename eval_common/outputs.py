@@ -23,13 +23,11 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from eval_common.errors import OutputError
+
 MARKER = ".written-by.json"  # what a command leaves in a folder it wrote, naming itself
 # Errors that mean the disk (or the user's quota) is full.
 FULL_DISK = frozenset({errno.ENOSPC, errno.EDQUOT})
-
-
-class OutputError(ValueError):
-    """An output path the command must not write (or could not, the disk being full); one line."""
 
 
 def _resolved(path: str | os.PathLike) -> Path:

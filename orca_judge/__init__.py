@@ -11,11 +11,13 @@ from eval_common.lazy_exports import lazy_getattr
 
 # public name -> module that defines it
 _EXPORTS = {
+    # the error family: every error of the judge is an OrcaError
+    "OrcaError": "orca_judge.errors",
     "OrcaConfig": "orca_judge.config",
     "OrcaJudge": "orca_judge.judge",
     "OrcaPrediction": "orca_judge.judge",
     "OrcaItem": "orca_judge.data",
-    "DataError": "orca_judge.data",
+    "DataError": "orca_judge.errors",
     "load_items": "orca_judge.data",
     "agreement": "orca_judge.metrics",
     "Calibration": "orca_judge.calibration",

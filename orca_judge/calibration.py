@@ -16,12 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from eval_common.inputs import read_text
-from orca_judge.data import DataError, load_items
+from orca_judge.data import load_items
+from orca_judge.errors import CalibrationError
 from orca_judge.metrics import agreement
-
-
-class CalibrationError(ValueError):
-    """Predictions, rated items or a run cannot give a calibration; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -92,10 +89,7 @@ def load_calibration(predictions: str | Path, items: str | Path) -> Calibration:
             raise CalibrationError(
                 f"{pred_path}:{line_no}: not an orca-score prediction (needs id, expected_unit)"
             ) from None
-    try:
-        rated = [it for it in load_items(items) if it.ratings and it.id in rows]
-    except DataError as error:
-        raise CalibrationError(str(error)) from None
+    rated = [it for it in load_items(items) if it.ratings and it.id in rows]
     if len(rated) < 2:
         raise CalibrationError(
             f"{items}: fewer than 2 rated items match the predictions' ids; a calibration "

@@ -14,14 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from eval_common.inputs import iter_json_lines, lone_surrogate_at, read_json
+from orca_judge.errors import DataError
 from orca_judge.template import format_text
 
 TEXT_FIELDS = ("question", "reference", "rationale", "transcript", "candidate")
 REQUIRED_FIELDS = ("question", "reference", "candidate")
-
-
-class DataError(ValueError):
-    """An input item is malformed; the message names the source, line and field."""
 
 
 @dataclass(frozen=True)

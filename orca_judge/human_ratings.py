@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from orca_judge.checkpoint import atomic_write_text
-from orca_judge.data import TEXT_FIELDS, DataError, OrcaItem, refuse_duplicate_ids, validate_record
+from orca_judge.data import TEXT_FIELDS, OrcaItem, refuse_duplicate_ids, validate_record
+from orca_judge.errors import DataError
 
 DATASET_ID = "BUT-FIT/orca-audio-qa-annotations"
 HUMAN = "human"

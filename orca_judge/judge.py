@@ -13,20 +13,14 @@ import torch
 
 from eval_common.cli import progress as progress_bar
 from orca_judge import likelihoods
-from orca_judge.checkpoint import (
-    BackboneMismatchError,
-    CheckpointError,
-    ClampChoice,
-    load_model,
-    save_model,
-)
+from orca_judge.checkpoint import ClampChoice, load_model, save_model
 from orca_judge.config import OrcaConfig
 from orca_judge.data import OrcaItem, load_items
+from orca_judge.errors import CheckpointError
 from orca_judge.model import OrcaModel, context_length_of, is_encoder
 from orca_judge.template import Encoded, encode
 
 __all__ = [
-    "BackboneMismatchError",
     "OrcaJudge",
     "OrcaPrediction",
     "batched_logits",

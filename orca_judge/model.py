@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from orca_judge.config import OrcaConfig
+from orca_judge.errors import BackboneLoadError
 from orca_judge.likelihoods import head_size
 
 # Projection names LoRA adapts, by family; the first family whose names exist in the model wins.
@@ -32,10 +33,6 @@ _LORA_FAMILIES = (
     ("query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"),  # GPT-NeoX, Falcon
     ("query", "key", "value", "dense"),  # BERT, RoBERTa, MiniLM
 )
-
-
-class BackboneLoadError(RuntimeError):
-    """The backbone could not be loaded (for example offline with no local copy)."""
 
 
 def pickle_refusal(path: str | os.PathLike[str], err: BaseException) -> str | None:

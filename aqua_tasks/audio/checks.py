@@ -26,19 +26,13 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from aqua_tasks.audio.clips import AudioFileError, LazyAudio
+from aqua_tasks.audio.clips import LazyAudio
+from aqua_tasks.errors import ClipCheckError
 
 FIX_HINT = (
     "Re-create the file from its source (`aqua-audio prepare`, see docs/audio.md) or leave "
     "the item out (--samples); `aqua-audio check` lists missing files"
 )
-
-
-class ClipCheckError(AudioFileError):
-    """Clips of a run that the model cannot take; raised before any inference.
-
-    An AudioFileError, so `aqua-eval` reports it in one line like a missing clip.
-    """
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ import numpy as np
 import soundfile as sf
 from scipy.signal import resample_poly
 
-from aqua_tasks.core.data import BUILT_TRACKS, AquaDataError, check_track
+from aqua_tasks.core.data import BUILT_TRACKS, check_track
 from aqua_tasks.core.settings_place import settings_place
+from aqua_tasks.errors import AquaDataError, AudioFileError
 
 TARGET_SAMPLING_RATE = 16000
 
@@ -33,15 +34,6 @@ TRACK_SOURCES: dict[str, str] = {"animal": "esc50", "vocal": "vocalsound", "musi
 SETTING_KEYS: dict[str, str] = {
     track: f"{track}_audio_root" for track in (*TRACK_SOURCES, *BUILT_TRACKS)
 }
-
-
-class AudioFileError(FileNotFoundError, ValueError):
-    """An audio clip referenced by a question is missing or unreadable."""
-
-    def __init__(self, message: str, *, audio_filename: str = "", tried: tuple[str, ...] = ()):
-        super().__init__(message)
-        self.audio_filename = audio_filename
-        self.tried = tried
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from aqua_tasks.audio.clips import (
     CANONICAL_DIRS,
     TARGET_SAMPLING_RATE,
     TRACK_SOURCES,
-    AudioFileError,
     AudioRoots,
     canonical_relpath,
     fold_name,
@@ -29,6 +28,7 @@ from aqua_tasks.audio.clips import (
     resolve_audio,
 )
 from aqua_tasks.core.data import load_items
+from aqua_tasks.errors import AudioFileError, PrepareError
 from eval_common.cli import progress as progress_bar
 from eval_common.outputs import atomic_path
 
@@ -46,10 +46,6 @@ NAME_COLUMNS: tuple[str, ...] = (
     "name",
 )
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
-
-
-class PrepareError(ValueError):
-    """The source given to `aqua-audio prepare` cannot be used."""
 
 
 @dataclass

@@ -10,8 +10,9 @@ from typing import Any
 from aqua_tasks.build.builder import BuildConfig, BuildResult, build, write_result
 from aqua_tasks.build.categories import Bank, default_bank
 from aqua_tasks.build.iaqd import IaqdGenerator, TemplateGenerator
-from aqua_tasks.build.source import MMAU_FIELDS, BuildError, FieldMap, SourceItem, read_source
+from aqua_tasks.build.source import MMAU_FIELDS, FieldMap, SourceItem, read_source
 from aqua_tasks.core.manifest import sha256_file
+from aqua_tasks.errors import BuildError
 
 GENERATORS = ("template", "openai", "hf")
 SOURCES = ("mmau", "mc", "hf")

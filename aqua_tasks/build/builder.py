@@ -29,10 +29,11 @@ from typing import Any
 
 from aqua_tasks.build.categories import BANK_FILE, Bank, choose_iasd
 from aqua_tasks.build.iaqd import IaqdGenerator, IaqdRequest, TemplateGenerator, draft_for, noun_of
-from aqua_tasks.build.source import BuildError, SourceItem
+from aqua_tasks.build.source import SourceItem
 from aqua_tasks.build.text import inline_question, is_rejection_like, option_key
 from aqua_tasks.core.data import BUILT_TRACKS, name_track, parse_items
 from aqua_tasks.core.manifest import package_version
+from aqua_tasks.errors import BuildError
 from eval_common.outputs import write_text
 
 MANIFEST_FORMAT = 1

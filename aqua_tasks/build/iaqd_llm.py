@@ -21,7 +21,7 @@ from aqua_tasks.build.iaqd import (
     parse_reply,
     validate_draft,
 )
-from aqua_tasks.build.source import BuildError
+from aqua_tasks.errors import BuildError
 from aqua_tasks.models.api.cache import ReplyCache, cache_file_name, cache_key
 from aqua_tasks.models.api.http import RequestFailure, RetryPolicy, post_json, post_with_retries
 from aqua_tasks.models.durable_jsonl import cache_root

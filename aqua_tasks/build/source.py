@@ -9,13 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from aqua_tasks.build.text import LETTERS
+from aqua_tasks.errors import BuildError
 from eval_common.inputs import read_text
 
 ANSWER_FORMATS = ("text", "letter", "index")
-
-
-class BuildError(ValueError):
-    """The source set or a build setting is unusable; the message names file, item and field."""
 
 
 @dataclass(frozen=True)

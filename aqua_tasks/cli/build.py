@@ -19,13 +19,7 @@ from aqua_tasks.build.api import (
 )
 from aqua_tasks.build.builder import BuildConfig, manifest_path
 from aqua_tasks.build.categories import default_bank
-from aqua_tasks.build.source import (
-    ANSWER_FORMATS,
-    MMAU_FIELDS,
-    BuildError,
-    FieldMap,
-    read_source,
-)
+from aqua_tasks.build.source import ANSWER_FORMATS, MMAU_FIELDS, FieldMap, read_source
 from eval_common.cli import (
     RESUMES,
     add_json_flag,
@@ -186,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = build_items(
                 items, Path(args.output) / name, source=source, on_item=bar.update, **options
             )
-    except (BuildError, ValueError, OSError) as error:
+    except (ValueError, OSError) as error:
         return fail(PROG, str(error))
     output = Path(args.output) / name
     manifest = result.manifest

@@ -13,7 +13,7 @@ from pathlib import Path
 from aqua_tasks.lm_eval.demo import DEMO_NAMES, run_demo
 from aqua_tasks.reports.tables import format_table
 from eval_common.cli import RESUMES, add_json_flag, command, fail
-from eval_common.outputs import OutputError, check_output_folder, mark_output_folder
+from eval_common.outputs import check_output_folder, mark_output_folder
 
 PROG = "aqua-demo"
 
@@ -48,20 +48,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.clips_per_class < 1:
         return fail(PROG, "--clips-per-class must be at least 1")
     if args.out is not None:
-        try:
-            check_output_folder(
-                args.out, command=PROG, flag="--out", owned=DEMO_NAMES, overwrite=args.overwrite
-            )
-        except OutputError as error:
-            return fail(PROG, str(error))
+        check_output_folder(
+            args.out, command=PROG, flag="--out", owned=DEMO_NAMES, overwrite=args.overwrite
+        )
     # The demo's output is the table; lm-eval's progress notes would bury it.
     logging.getLogger("lm_eval").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory(prefix="aqua-demo-") as tmp:
         out = args.out or Path(tmp)
-        try:
-            results = run_demo(out, args.clips_per_class)
-        except OutputError as error:
-            return fail(PROG, str(error))
+        results = run_demo(out, args.clips_per_class)
         if args.out is not None:
             mark_output_folder(out, PROG)
     if args.json:

@@ -8,7 +8,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from aqua_tasks.core.data import AquaDataError
 from aqua_tasks.gate.comparability import (
     ComparedRun,
     comparability_notes,
@@ -36,7 +35,7 @@ from eval_common.cli import (
     number_problem,
 )
 from eval_common.jsonio import json_safe
-from eval_common.outputs import OutputError, append_text, check_output_file
+from eval_common.outputs import append_text, check_output_file
 
 PROG = "aqua-regress"
 # Names kept importable from here for callers of 0.1.0.
@@ -164,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cand = load_compared_run(
             args.candidate, args.candidate_data_dir or args.data_dir, args.candidate_audio
         )
-    except (AquaDataError, OSError, ValueError) as error:
+    except (OSError, ValueError) as error:
         return fail(PROG, str(error))
     for notice in (*base.notes, *cand.notes, *rescoring_notices([*base.replies, *cand.replies])):
         print(f"{PROG}: {notice}", file=sys.stderr)
@@ -199,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.summary:
         try:
             append_text(args.summary, summary)
-        except (OutputError, OSError) as error:
+        except OSError as error:
             return fail(PROG, str(error))
     if reason is not None:
         code = EXIT_NOT_COMPARABLE

@@ -10,9 +10,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from aqua_tasks.core.extract import EXTRACTOR_NAMES
-from aqua_tasks.reports.charts import VECTOR_FORMATS, PlottingUnavailable, plot_calibration
+from aqua_tasks.errors import PlottingUnavailable
+from aqua_tasks.reports.charts import VECTOR_FORMATS, plot_calibration
 from aqua_tasks.reports.folder import REPORT_NAMES, save_figure, write_report
-from aqua_tasks.reports.run_metrics import RunReadError, load_run_metrics
+from aqua_tasks.reports.run_metrics import load_run_metrics
 from aqua_tasks.reports.tables import build_table, to_markdown
 from eval_common.cli import RESUMES, add_json_flag, add_seed_flag, command, fail, number_problem
 from eval_common.jsonio import json_safe
@@ -210,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         plot_calibration(cal), stem.with_suffix(".png"), dpi=150
                     )
         mark_output_folder(args.out, PROG)
-    except (RunReadError, ValueError, OSError) as error:
+    except (ValueError, OSError) as error:
         return fail(PROG, str(error))
     except PlottingUnavailable as error:
         fail(PROG, f"{error} (or pass --no-chart)")

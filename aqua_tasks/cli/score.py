@@ -8,8 +8,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from aqua_tasks.core.data import KNOWN_TRACKS, AquaDataError
+from aqua_tasks.core.data import KNOWN_TRACKS
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, EXTRACTOR_NAMES
+from aqua_tasks.errors import AquaDataError
 from aqua_tasks.reports.tables import format_table
 from aqua_tasks.runs import HARNESS_LMMS_EVAL, RunScores, ScoreSettings, read_run, score_run
 from eval_common.cli import (
@@ -20,8 +21,9 @@ from eval_common.cli import (
     fail,
     number_problem,
 )
+from eval_common.errors import OutputError
 from eval_common.jsonio import write_jsonl
-from eval_common.outputs import OutputError, check_output_file
+from eval_common.outputs import check_output_file
 
 PROG = "aqua-score"
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aqua_tasks.core.settings_place import settings_example
+from aqua_tasks.errors import AquaDataError
 from eval_common.inputs import read_text
 
 # The three tracks the authors released; BUILT_TRACKS are built locally by `aqua-build`
@@ -66,10 +67,6 @@ def data_help() -> str:
 
 
 REQUIRED_KEYS: tuple[str, ...] = ("id", "type", "question", "options", "answer", "audio_filename")
-
-
-class AquaDataError(ValueError):
-    """A released question file is missing or malformed."""
 
 
 @dataclass(frozen=True)

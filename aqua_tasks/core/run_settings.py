@@ -6,16 +6,11 @@ import difflib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aqua_tasks.core.data import (
-    BUILT_TRACKS,
-    AquaDataError,
-    data_help,
-    file_stem,
-    has_track_file,
-)
+from aqua_tasks.core.data import BUILT_TRACKS, data_help, file_stem, has_track_file
 from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, get_extractor_name
 from aqua_tasks.core.task_name import TaskName
+from aqua_tasks.errors import AquaDataError
 from eval_common.cli import parse_bool
 
 AQUA_METADATA_KEYS: tuple[str, ...] = (

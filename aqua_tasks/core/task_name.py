@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aqua_tasks.core.data import BUILT_TRACKS, KNOWN_TRACKS, AquaDataError, check_track
+from aqua_tasks.core.data import BUILT_TRACKS, KNOWN_TRACKS, check_track
+from aqua_tasks.errors import AquaDataError
 
 MAIN_FAMILY = "aqua"
 OPEN_FAMILY = "aqua-open"

@@ -14,14 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aqua_tasks.core.data import AquaDataError, AquaItem
+from aqua_tasks.core.data import AquaItem
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, EXTRACTOR_ALIASES
 from aqua_tasks.core.manifest import MANIFEST_FIELDS
+from aqua_tasks.errors import AquaDataError
 from aqua_tasks.runs import (
     HARNESS_AUTHORS,
     HARNESS_LM_EVAL,
     JudgeResults,
-    JudgeResultsError,
     RunItem,
     RunSource,
     iter_tasks,
@@ -89,12 +89,7 @@ def load_compared_run(
     another).
     """
     run = read_run(path, data_dir=data_dir)
-    try:
-        judges = {
-            (r.task, r.filter): r for r in (read_judge_results(f.path) for f in run.files.judges)
-        }
-    except JudgeResultsError as error:
-        raise AquaDataError(str(error)) from None
+    judges = {(r.task, r.filter): r for r in (read_judge_results(f.path) for f in run.files.judges)}
     if path.is_file() and not judges:
         # Given one of its files, a run's judge results (named by their own time) are not read:
         # the gate would pass it without comparing its judge scores.

@@ -29,10 +29,6 @@ STDERR_BOOT = 1000
 NO_STDERR = "N/A"
 
 
-class UncollectedOutcomesError(RuntimeError):
-    """An AQUA task's per-item values did not reach the results step: nothing to pool."""
-
-
 # task -> filter -> per-item values (packed integers or anything `scoring.as_outcome` reads)
 Outcomes = Mapping[str, Mapping[str, Sequence]]
 

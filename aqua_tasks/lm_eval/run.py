@@ -72,12 +72,14 @@ def command_line_run() -> Iterator[CliRun]:
 
 def user_errors() -> tuple[type[Exception], ...]:
     """Errors in the user's settings or data: reported in one line, not with a traceback."""
-    from aqua_tasks.audio.clips import AudioFileError
-    from aqua_tasks.core.data import AquaDataError
-    from aqua_tasks.lm_eval.results import UncollectedOutcomesError
-    from aqua_tasks.models.api.client import EndpointError
-    from aqua_tasks.models.model_args import ModelArgumentError
-    from orca_judge.metric.settings import OrcaMetricError
+    from aqua_tasks.errors import (
+        AquaDataError,
+        AudioFileError,
+        EndpointError,
+        ModelArgumentError,
+        UncollectedOutcomesError,
+    )
+    from orca_judge.errors import OrcaMetricError
 
     return (
         OrcaMetricError,

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from lm_eval.api.task import ConfigurableTask
 
 from aqua_tasks.core.scoring import as_outcome
-from aqua_tasks.lm_eval.results import STDERR_BOOT, UncollectedOutcomesError, fix_aqua_results
+from aqua_tasks.errors import UncollectedOutcomesError
+from aqua_tasks.lm_eval.results import STDERR_BOOT, fix_aqua_results
 from aqua_tasks.task.aggregations import aqua_metric_of
 from aqua_tasks.task.config import prepare_task_config, with_manifest
 

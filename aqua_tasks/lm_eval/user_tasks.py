@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from aqua_tasks.core.data import AquaDataError
+from aqua_tasks.errors import AquaDataError
 from eval_common.inputs import load_yaml
 
 # lm-eval's loader: plain YAML plus `!function module.name` (a scalar naming a Python function).

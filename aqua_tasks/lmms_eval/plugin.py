@@ -34,13 +34,11 @@ def on_cli(module: ModuleType) -> None:
     with one line and exit status 2 instead of lmms-eval's traceback and exit 0 (settings are
     checked before lmms-eval indexes its tasks); any other failure of a run with our tasks,
     models or metric orca exits 1."""
-    from aqua_tasks.audio.clips import AudioFileError
-    from aqua_tasks.core.data import AquaDataError
+    from aqua_tasks.errors import AquaDataError, AudioFileError, ModelArgumentError
     from aqua_tasks.lmms_eval.compat import filter_task_matches
     from aqua_tasks.lmms_eval.run_checks import check_cli_run, is_own_run
     from aqua_tasks.lmms_eval.task import choose_task_matches
-    from aqua_tasks.models.model_args import ModelArgumentError
-    from orca_judge.checkpoint import CheckpointError
+    from orca_judge.errors import CheckpointError
     from orca_judge.lmms_eval.compat import patch_cli
 
     errors = (AquaDataError, AudioFileError, CheckpointError, ModelArgumentError)

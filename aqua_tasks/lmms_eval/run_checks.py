@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aqua_tasks.core.data import AquaDataError
+from aqua_tasks.errors import AquaDataError
 from aqua_tasks.lmms_eval import include_path
 from aqua_tasks.lmms_eval.task import METADATA_ENV, METADATA_HELP, run_settings
 

@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from lmms_eval.api.task import ConfigurableTask
 
 from aqua_tasks.audio.clips import LazyAudio
-from aqua_tasks.core.data import AquaDataError
 from aqua_tasks.core.prompts import render_question
 from aqua_tasks.core.run_settings import AQUA_METADATA_KEYS, unbuilt_matches
 from aqua_tasks.core.scoring import ALL_METRICS, unpack_outcome
 from aqua_tasks.core.settings_place import LMMS_EVAL_PLACE, settings_given_in
+from aqua_tasks.errors import AquaDataError
 from aqua_tasks.task import definition
 from aqua_tasks.task.config import prepare_task_config, with_manifest
 from aqua_tasks.task.definition import doc_to_audio, load_dataset

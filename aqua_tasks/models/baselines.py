@@ -11,9 +11,10 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.model import LM
 from tqdm import tqdm
 
+from aqua_tasks.errors import ModelArgumentError
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.models.hf_audio_lm import AudioLM
-from aqua_tasks.models.model_args import ModelArgumentError, bounded_int, refuse_unknown
+from aqua_tasks.models.model_args import bounded_int, refuse_unknown
 from aqua_tasks.runs import read_run, require_aqua_items
 
 logger = logging.getLogger(__name__)

@@ -11,6 +11,8 @@ import os
 from datetime import timedelta
 from typing import Any
 
+from aqua_tasks.errors import ModelArgumentError
+
 
 def launched_processes() -> int:
     """How many processes the launcher started (1 when run directly)."""
@@ -21,7 +23,8 @@ def launched_processes() -> int:
 
 
 def parse_max_memory(value: str | None) -> dict[int | str, str] | None:
-    """`0:20GiB;1:20GiB;cpu:64GiB` as accelerate's max_memory mapping (None stays None)."""
+    """`0:20GiB;1:20GiB;cpu:64GiB` as accelerate's max_memory mapping (None stays None);
+    ModelArgumentError naming the value otherwise."""
     if value is None or str(value).strip() == "":
         return None
     limits: dict[int | str, str] = {}
@@ -29,13 +32,13 @@ def parse_max_memory(value: str | None) -> dict[int | str, str] | None:
         device, sep, amount = part.partition(":")
         device, amount = device.strip(), amount.strip()
         if not sep or not device or not amount:
-            raise ValueError(
+            raise ModelArgumentError(
                 f"max_memory={value!r}: expected DEVICE:AMOUNT pairs joined by ';', e.g. "
                 "0:20GiB;1:20GiB;cpu:64GiB (commas separate model_args)"
             )
         key: int | str = int(device) if device.isdigit() else device
         if key in limits:
-            raise ValueError(f"max_memory={value!r}: device {device} given twice")
+            raise ModelArgumentError(f"max_memory={value!r}: device {device} given twice")
         limits[key] = amount
     return limits
 

@@ -53,7 +53,12 @@ from aqua_tasks.models.hf_audio_lm_record import (
     peak_memory_mb,
 )
 from aqua_tasks.models.hf_audio_lm_settings import AudioLMSettings
-from aqua_tasks.models.model_args import harness_settings, positive_int, refuse_unknown
+from aqua_tasks.models.model_args import (
+    ArgsThroughArgObj,
+    harness_settings,
+    positive_int,
+    refuse_unknown,
+)
 from aqua_tasks.models.reply_journal import ReplyJournal, request_key
 
 if TYPE_CHECKING:
@@ -70,8 +75,16 @@ CLIP_NOTES = {
 }
 
 
-class AudioLM(LM):
-    """Greedy generation with a Hugging Face audio LM and its processor."""
+class AudioLM(ArgsThroughArgObj, LM):
+    """Greedy generation with a Hugging Face audio LM and its processor.
+
+    Not built on lm-eval's `HFLM`: it loads causal or seq2seq LMs and tokenizes text only, and
+    its audio subclass `hf-audiolm-qwen` hard-codes Qwen2-Audio's tokens and CUDA (broken in
+    lm-eval 0.4.13, docs/audio_lm.md); the processor's audio inputs, Omni's thinker, clips
+    decoded lazily and checked before inference, the reply journal and per-item failures would
+    replace its whole generation path, leaving its loglikelihood machinery, which a
+    generation-only model never calls.
+    """
 
     MULTIMODAL = True  # lm-eval refuses audio tasks for models without this flag
     # CLI-level settings lm-eval passes to every model (the CLI always sends batch_size=1).
@@ -183,13 +196,6 @@ class AudioLM(LM):
             self.pretrained, self.revision, self.run_info["dtype"], self._device.type
         )
         return ReplyJournal(folder, setting, rank=self.rank)
-
-    @classmethod
-    def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None):
-        """Build from `--model_args`; its keys win over the CLI's batch_size/device defaults."""
-        from lm_eval.utils import simple_parse_args_string
-
-        return cls.create_from_arg_obj(simple_parse_args_string(arg_string), additional_config)
 
     @classmethod
     def create_from_arg_obj(cls, arg_dict: dict, additional_config: dict | None = None):

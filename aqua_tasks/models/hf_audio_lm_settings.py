@@ -11,13 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aqua_tasks.errors import ModelArgumentError
 from aqua_tasks.models.data_parallel import parse_max_memory
-from aqua_tasks.models.model_args import (
-    ModelArgumentError,
-    checked_device,
-    checked_pretrained,
-    positive_int,
-)
+from aqua_tasks.models.model_args import checked_device, checked_pretrained, positive_int
 from aqua_tasks.models.reply_journal import default_cache_dir
 from eval_common.cli import parse_bool
 
@@ -76,20 +72,14 @@ class AudioLMSettings:
             )
         batch = batch_size_of(batch_size)
         max_new = None if max_gen_toks is None else positive_int("max_gen_toks", max_gen_toks)
-        try:
-            memory = parse_max_memory(max_memory)
-        except ValueError as error:
-            raise ModelArgumentError(str(error)) from None
+        memory = parse_max_memory(max_memory)
         if memory is not None and not device_map:
             raise ModelArgumentError("max_memory=... needs device_map (e.g. device_map=auto)")
         from eval_common.devices import DTYPES  # torch: only once the cheap checks passed
 
         if dtype is not None and str(dtype).strip().lower() not in DTYPES:
             raise ModelArgumentError(f"dtype={dtype!r}: expected one of {', '.join(DTYPES)}")
-        try:
-            trust = parse_bool("trust_remote_code", trust_remote_code)
-        except ValueError as error:
-            raise ModelArgumentError(str(error)) from None
+        trust = parse_bool("trust_remote_code", trust_remote_code, ModelArgumentError)
         return cls(
             pretrained=checked_pretrained(pretrained),
             device=None if device_map else checked_device(device),

@@ -12,14 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from aqua_tasks.errors import ModelArgumentError
 from eval_common.cli import number_problem
 
 # Hub ids are `name` or `namespace/name`; these prefixes only ever start a local path.
 LOCAL_PREFIXES = ("/", "./", "../", "~", ".\\", "..\\")
-
-
-class ModelArgumentError(ValueError):
-    """A model argument the model cannot use; the message names it, its value, what is allowed."""
 
 
 def positive_int(name: str, value: object) -> int:
@@ -116,3 +113,19 @@ def harness_settings(
         for k, v in (additional_config or {}).items()
         if v is not None and k in names and k not in arg_dict
     }
+
+
+class ArgsThroughArgObj:
+    """Mixed in before lm-eval's `LM`: `--model_args` strings go through `create_from_arg_obj`.
+
+    lm-eval's own `LM.create_from_arg_string` calls the constructor directly, which would skip
+    the class's `create_from_arg_obj` (unknown names refused, model_args over the CLI's
+    batch_size/device); here the string is parsed as lm-eval parses it, then handed there.
+    """
+
+    @classmethod
+    def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None):
+        """Build from `--model_args`; its keys win over the CLI's batch_size/device defaults."""
+        from lm_eval.utils import simple_parse_args_string
+
+        return cls.create_from_arg_obj(simple_parse_args_string(arg_string), additional_config)

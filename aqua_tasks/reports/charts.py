@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from aqua_tasks.errors import PlottingUnavailable
 from aqua_tasks.reports.run_metrics import ALL_TRACKS
 from aqua_tasks.reports.tables import COLUMNS, Cell, ReportTable, TableRow, cell_of
 
@@ -22,10 +23,6 @@ CHART_LEGEND = (
     "both (Ori × CA); whiskers = 95 % intervals (Wilson; CA: clip bootstrap)"
 )
 JOINT_LABEL = "Solvable and variant both right"
-
-
-class PlottingUnavailable(RuntimeError):
-    """matplotlib (the `plot` extra) is not installed."""
 
 
 def _matplotlib_figure() -> Any:

@@ -23,10 +23,10 @@ from aqua_tasks.core.pooling import (
     released_pools,
 )
 from aqua_tasks.core.task_name import CHOICE_FAMILIES, choice_task, family_setting
+from aqua_tasks.errors import RunReadError
 from aqua_tasks.runs import (
     HARNESS_LM_EVAL,
     HARNESS_LMMS_EVAL,
-    RunError,
     RunFiles,
     RunScores,
     ScoreSettings,
@@ -45,10 +45,6 @@ ALL_TRACKS = "all"
 # A pooled row written by `lm_eval_results.fix_aqua_results` has its counts; lm-eval's own
 # group row (a size-weighted mean of the tracks) has none.
 POOLED_MARK = "n_ca_aad"
-
-
-class RunReadError(ValueError):
-    """A run folder or file is missing, malformed, or holds no AQUA results."""
 
 
 Interval = tuple[float, float]
@@ -127,10 +123,7 @@ def aqua_rows(results: Mapping) -> dict[str, dict[str, float]]:
 
 
 def _results_of(run_dir: Path) -> RunFiles:
-    try:
-        files = find_outputs(run_dir)
-    except RunError as error:
-        raise RunReadError(str(error)) from None
+    files = find_outputs(run_dir)
     if not files.results:
         raise RunReadError(
             f"{run_dir}: no lm-eval results (results_*.json) or lmms-eval results "
@@ -193,11 +186,8 @@ def _scored_run(
 ) -> RunMetrics:
     """Metrics and intervals of a run's logged replies, re-scored (by `extractor` if given)."""
     settings = ScoreSettings(extractor=extractor, n_boot=n_boot, seed=seed, released_only=True)
-    try:
-        run = read_run(path, data_dir=data_dir)
-        scores = score_run(run, settings)
-    except RunError as error:
-        raise RunReadError(str(error)) from None
+    run = read_run(path, data_dir=data_dir)
+    scores = score_run(run, settings)
     if run.harness == HARNESS_LMMS_EVAL and data_dir is not None:
         notes.append(f"items rebuilt by doc id from {data_dir}")
     sources = run.sources()
@@ -244,10 +234,7 @@ def load_run_metrics(
         if len(files.results) > 1:
             notes.append(f"newest of {len(files.results)} results files: {file.name}")
     elif path.is_file():
-        try:
-            payload = read_json(path)
-        except RunError as error:
-            raise RunReadError(str(error)) from None
+        payload = read_json(path)
         file, files = path, None
     else:
         raise RunReadError(f"{path}: no such file or directory")

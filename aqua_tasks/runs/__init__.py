@@ -14,10 +14,7 @@ from aqua_tasks.runs.discovery import (
     HARNESS_AUTHORS,
     HARNESS_LM_EVAL,
     HARNESS_LMMS_EVAL,
-    AmbiguousRunError,
-    RunError,
     RunFiles,
-    TrackMismatchError,
     find_outputs,
     is_lmms_results,
     iter_jsonl,
@@ -27,7 +24,6 @@ from aqua_tasks.runs.discovery import (
 )
 from aqua_tasks.runs.judge_results import (
     JudgeResults,
-    JudgeResultsError,
     find_judge_results,
     judge_files_beside,
     read_judge_results,
@@ -46,7 +42,7 @@ from aqua_tasks.runs.orca_items import (
     orca_records,
     read_judge_samples,
 )
-from aqua_tasks.runs.read import DuplicateItemError, read_run
+from aqua_tasks.runs.read import read_run
 from aqua_tasks.runs.scoring import (
     RunScores,
     ScoreSettings,
@@ -66,20 +62,15 @@ __all__ = [
     "HARNESS_LMMS_EVAL",
     "HARNESS_LM_EVAL",
     "NOT_LOADED",
-    "AmbiguousRunError",
-    "DuplicateItemError",
     "JudgeResults",
-    "JudgeResultsError",
     "JudgeSamples",
     "Run",
-    "RunError",
     "RunFiles",
     "RunItem",
     "RunScores",
     "RunSource",
     "ScoreSettings",
     "TaskScoring",
-    "TrackMismatchError",
     "breakdown",
     "condition_map",
     "find_judge_results",

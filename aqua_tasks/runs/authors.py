@@ -12,7 +12,7 @@ from aqua_tasks.core.data import (
     parse_item,
 )
 from aqua_tasks.core.task_name import TaskName
-from aqua_tasks.runs.discovery import RunError, TrackMismatchError
+from aqua_tasks.errors import RunError, TrackMismatchError
 from aqua_tasks.runs.model import RunItem, reply_text
 
 

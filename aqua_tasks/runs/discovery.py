@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from aqua_tasks.core.data import AquaDataError
+from aqua_tasks.errors import AmbiguousRunError, RunError
 from eval_common.inputs import iter_json_lines
 from eval_common.inputs import read_json as read_json_file
 
@@ -52,18 +52,6 @@ OUTPUT_NAMES: tuple[tuple[str, str, re.Pattern, str], ...] = (
     ("results", HARNESS_LMMS_EVAL, LMMS_RESULTS_NAME, "*_results.json"),
     ("samples", HARNESS_LMMS_EVAL, LMMS_SAMPLES_NAME, "*_samples_*.jsonl"),
 )
-
-
-class RunError(AquaDataError):
-    """A run cannot be read as asked; the message is one line naming the file, line or field."""
-
-
-class AmbiguousRunError(RunError):
-    """A folder holds the outputs of several runs in different sub-folders (e.g. two models)."""
-
-
-class TrackMismatchError(RunError):
-    """A file's name, its content or the track asked for disagree on the track."""
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:

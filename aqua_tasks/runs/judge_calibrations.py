@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aqua_tasks.runs.judge_results import JudgeResultsError, find_judge_results
-from orca_judge.calibration import Calibration, CalibrationError, calibration_of
-from orca_judge.data import DataError, load_items
+from aqua_tasks.runs.judge_results import find_judge_results
+from orca_judge.calibration import Calibration, calibration_of
+from orca_judge.data import load_items
+from orca_judge.errors import CalibrationError, DataError
 
 
 def load_run_calibrations(run: str | Path) -> dict[str, Calibration]:
@@ -21,10 +22,7 @@ def load_run_calibrations(run: str | Path) -> dict[str, Calibration]:
     run = Path(run)
     if not run.exists():
         raise CalibrationError(f"{run}: no such file or directory")
-    try:
-        found = find_judge_results(run)
-    except JudgeResultsError as error:
-        raise CalibrationError(str(error)) from None
+    found = find_judge_results(run)
     out: dict[str, Calibration] = {}
     for (task, filter_name), results in found.items():
         rated_rows = {k: r for k, r in results.by_key().items() if r["inputs"].get("ratings")}

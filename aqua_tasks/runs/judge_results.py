@@ -13,13 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aqua_tasks.runs.discovery import RunError, find_outputs, iter_jsonl, name_match
+from aqua_tasks.errors import JudgeResultsError
+from aqua_tasks.runs.discovery import find_outputs, iter_jsonl, name_match
 
 ROW_FIELDS = ("task", "filter", "index", "inputs", "orca", "expected_unit")
-
-
-class JudgeResultsError(ValueError):
-    """A per-item judge results file is unreadable or not one written by `metric: orca`."""
 
 
 @dataclass(frozen=True)
@@ -45,19 +42,16 @@ class JudgeResults:
 
 
 def read_judge_results(path: str | Path) -> JudgeResults:
-    """One per-item results file; JudgeResultsError naming file and line when malformed."""
+    """One per-item results file; a RunError (or JudgeResultsError) naming file and line."""
     path = Path(path)
     rows = []
-    try:
-        for line_no, row in iter_jsonl(path):
-            missing = [f for f in ROW_FIELDS if not isinstance(row, dict) or f not in row]
-            if missing or not isinstance(row["inputs"], dict):
-                raise JudgeResultsError(
-                    f"{path}:{line_no}: not a per-item ORCA result (missing {', '.join(missing)})"
-                )
-            rows.append(row)
-    except RunError as error:
-        raise JudgeResultsError(str(error)) from None
+    for line_no, row in iter_jsonl(path):
+        missing = [f for f in ROW_FIELDS if not isinstance(row, dict) or f not in row]
+        if missing or not isinstance(row["inputs"], dict):
+            raise JudgeResultsError(
+                f"{path}:{line_no}: not a per-item ORCA result (missing {', '.join(missing)})"
+            )
+        rows.append(row)
     if not rows:
         raise JudgeResultsError(f"{path}: no per-item ORCA results in it")
     sites = {(str(r["task"]), str(r["filter"])) for r in rows}

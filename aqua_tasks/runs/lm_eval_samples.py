@@ -12,13 +12,8 @@ from typing import Any
 
 from aqua_tasks.core.docs import doc_to_item, is_aqua_doc
 from aqua_tasks.core.task_name import TaskName
-from aqua_tasks.runs.discovery import (
-    SAMPLES_NAME,
-    RunError,
-    TrackMismatchError,
-    is_lmms_row,
-    iter_jsonl,
-)
+from aqua_tasks.errors import RunError, TrackMismatchError
+from aqua_tasks.runs.discovery import SAMPLES_NAME, is_lmms_row, iter_jsonl
 from aqua_tasks.runs.model import RunItem, item_manifest, reply_text
 
 

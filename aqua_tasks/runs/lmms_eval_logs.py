@@ -18,13 +18,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from aqua_tasks.core.data import AquaDataError, AquaItem, load_items, track_file
+from aqua_tasks.core.data import AquaItem, load_items, track_file
 from aqua_tasks.core.docs import clip_indices, item_to_doc
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR
 from aqua_tasks.core.manifest import sha256_file, sha256_text
 from aqua_tasks.core.prompts import render_prompt, render_question
 from aqua_tasks.core.task_name import choice_task
-from aqua_tasks.runs.discovery import LMMS_SAMPLES_NAME, RunError, is_lmms_row, iter_jsonl
+from aqua_tasks.errors import AquaDataError, LmmsLogError, RunError
+from aqua_tasks.runs.discovery import LMMS_SAMPLES_NAME, is_lmms_row, iter_jsonl
 from aqua_tasks.runs.model import RunItem, item_manifest, reply_text
 from eval_common.cli import parse_bool
 
@@ -32,10 +33,6 @@ DATA_DIR_HELP = (
     "pass --data-dir, the folder of the released AQUA-Bench files the run was made from "
     "(lmms-eval logs no docs; items are rebuilt from the data by doc_id)"
 )
-
-
-class LmmsLogError(AquaDataError):
-    """An lmms-eval log cannot be read, or does not match the data it is rebuilt from."""
 
 
 def content_hash(doc: Mapping[str, Any]) -> str:
@@ -332,14 +329,9 @@ def read_lmms_samples_file(
     except LmmsLogError as error:
         raise RunError(f"{path}: {error}") from None
     known = {**recorded, "data_file": data.data_file.name, "data_sha256": data.data_sha256}
-    try:
-        check_recorded_data(data, recorded, recorded_in or str(path))
-        items = [
-            aqua_item(
-                row, logged, data, extractor=extractor, exclude_defective=exclude, known=known
-            )
-            for row, logged in rows
-        ]
-    except LmmsLogError as error:
-        raise RunError(str(error)) from None
+    check_recorded_data(data, recorded, recorded_in or str(path))
+    items = [
+        aqua_item(row, logged, data, extractor=extractor, exclude_defective=exclude, known=known)
+        for row, logged in rows
+    ]
     return LmmsSamples(items, note)

@@ -10,9 +10,9 @@ from typing import Any
 from aqua_tasks.core.data import AquaItem
 from aqua_tasks.core.docs import audio_enabled, doc_audio
 from aqua_tasks.core.manifest import MANIFEST_FIELDS
+from aqua_tasks.errors import RunError
 from aqua_tasks.runs.discovery import (
     HARNESS_LM_EVAL,
-    RunError,
     RunFiles,
     evaluation_results,
     recorded_config,

@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from aqua_tasks.errors import DuplicateItemError, TrackMismatchError
 from aqua_tasks.runs.authors import read_authors_results
 from aqua_tasks.runs.discovery import (
     HARNESS_LMMS_EVAL,
-    RunError,
     RunFiles,
-    TrackMismatchError,
     evaluation_results,
     find_outputs,
     recorded_manifests,
@@ -28,10 +27,6 @@ from aqua_tasks.runs.lmms_eval_logs import read_lmms_samples_file
 from aqua_tasks.runs.model import Run, RunItem
 
 SHOWN_IDS = 5
-
-
-class DuplicateItemError(RunError):
-    """The same item of a task appears more than once in a run."""
 
 
 def refuse_duplicates(items: Iterable[RunItem]) -> None:

@@ -26,7 +26,7 @@ from aqua_tasks.core.pooling import (
     released_pools,
 )
 from aqua_tasks.core.scoring import Verdict, metric_value, score_reply, summarize
-from aqua_tasks.runs.discovery import RunError
+from aqua_tasks.errors import RunError
 from aqua_tasks.runs.model import Run, RunItem, RunSource, iter_tasks, require_aqua_items
 from eval_common.cli import progress as progress_bar
 from eval_common.jsonio import json_safe

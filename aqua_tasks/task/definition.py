@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import datasets
 
-from aqua_tasks.audio.clips import AudioFileError, AudioRoots, LazyAudio, probe_audio, resolve_audio
+from aqua_tasks.audio.clips import AudioRoots, LazyAudio, probe_audio, resolve_audio
 from aqua_tasks.core.data import check_track, check_variant, load_items, track_file
 from aqua_tasks.core.docs import (
     TEXT_ONLY_AUDIO_ERROR,
@@ -20,6 +20,7 @@ from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, get_extractor_name
 from aqua_tasks.core.manifest import DOC_FIELDS, run_manifest
 from aqua_tasks.core.prompts import check_prompt_style, render_prompt
 from aqua_tasks.core.scoring import ALL_METRICS, item_outcome, pack_outcome, score_reply
+from aqua_tasks.errors import AudioFileError
 from eval_common.cli import parse_bool
 
 logger = logging.getLogger(__name__)

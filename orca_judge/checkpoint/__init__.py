@@ -18,12 +18,7 @@ from orca_judge.checkpoint.atomic import (
     clean_temporary_files,
     recover_interrupted,
 )
-from orca_judge.checkpoint.contents import (
-    BackboneMismatchError,
-    CheckpointContents,
-    CheckpointError,
-    read_tensors,
-)
+from orca_judge.checkpoint.contents import CheckpointContents, read_tensors
 from orca_judge.checkpoint.loading import (
     LoadedModel,
     load_adapter,
@@ -39,9 +34,7 @@ from orca_judge.checkpoint.native import (
 from orca_judge.checkpoint.published import ClampChoice
 
 __all__ = [
-    "BackboneMismatchError",
     "CheckpointContents",
-    "CheckpointError",
     "ClampChoice",
     "LoadedModel",
     "atomic_dir",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from orca_judge.checkpoint.contents import CheckpointError
+from orca_judge.errors import CheckpointError
 
 # Spellings of one module's path in different wrappers and transformers versions, all reduced
 # to one form before adapter keys are matched to the backbone's LoRA weights.

@@ -17,7 +17,8 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from eval_common.outputs import FULL_DISK, OutputError, write_text
+from eval_common.errors import OutputError
+from eval_common.outputs import FULL_DISK, write_text
 
 TMP_TAG = "tmp-"  # marks the temporary siblings atomic_dir creates, so they can be cleaned up
 # The one writer's temporaries (`.NAME.PID.XXXXXXXX.tmp`) and the resume state's older

@@ -14,15 +14,8 @@ from typing import Any
 import torch
 
 from orca_judge.config import OrcaConfig
+from orca_judge.errors import CheckpointError
 from orca_judge.model import pickle_refusal
-
-
-class CheckpointError(ValueError):
-    """A checkpoint directory is incomplete or inconsistent; the message names the file."""
-
-
-class BackboneMismatchError(CheckpointError):
-    """The backbone weights differ from those the checkpoint was trained on."""
 
 
 @dataclass

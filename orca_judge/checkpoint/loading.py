@@ -18,15 +18,11 @@ from torch import nn
 
 from eval_common.devices import resolve_device, resolve_dtype
 from orca_judge.checkpoint.adapter_keys import match_adapter_keys
-from orca_judge.checkpoint.contents import (
-    BackboneMismatchError,
-    CheckpointContents,
-    CheckpointError,
-    read_tensors,
-)
+from orca_judge.checkpoint.contents import CheckpointContents, read_tensors
 from orca_judge.checkpoint.native import CONFIG_FILE, read_native
 from orca_judge.checkpoint.published import ClampChoice, published_clamp
 from orca_judge.checkpoint.published_format import read_published
+from orca_judge.errors import BackboneMismatchError, CheckpointError
 from orca_judge.model import (
     OrcaModel,
     hidden_size_of,

@@ -25,13 +25,9 @@ from torch import nn
 from eval_common.inputs import read_text
 from eval_common.outputs import check_output_folder
 from orca_judge.checkpoint.atomic import atomic_dir, atomic_write_json, atomic_write_text, json_text
-from orca_judge.checkpoint.contents import (
-    CheckpointContents,
-    CheckpointError,
-    read_tensors,
-    require,
-)
+from orca_judge.checkpoint.contents import CheckpointContents, read_tensors, require
 from orca_judge.config import OrcaConfig
+from orca_judge.errors import CheckpointError
 from orca_judge.model import OrcaModel
 
 FORMAT = "orca-judge/1"

@@ -17,13 +17,9 @@ from typing import Any
 import torch
 
 from eval_common.inputs import load_yaml, read_json
-from orca_judge.checkpoint.contents import (
-    CheckpointContents,
-    CheckpointError,
-    read_tensors,
-    require,
-)
+from orca_judge.checkpoint.contents import CheckpointContents, read_tensors, require
 from orca_judge.config import OrcaConfig
+from orca_judge.errors import CheckpointError
 
 ARGS_FILE = "args.yaml"
 # The reference trainer's input flags (in its args.yaml) -> (OrcaConfig field, flag inverted).

@@ -14,7 +14,6 @@ import json
 from collections.abc import Sequence
 
 from eval_common.cli import add_json_flag, command, fail
-from orca_judge.checkpoint import CheckpointError
 from orca_judge.training.averaging import average_checkpoints
 
 PROG = "orca-average"
@@ -42,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         report = average_checkpoints(args.checkpoints, args.output, overwrite=args.overwrite)
-    except (CheckpointError, ValueError) as err:
+    except ValueError as err:
         return fail(PROG, str(err))
     if args.json:
         print(

@@ -15,8 +15,7 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from eval_common.cli import add_json_flag, command, fail
-from orca_judge.data import DataError
+from eval_common.cli import add_json_flag, command
 from orca_judge.human_ratings import DATASET_ID, HUMAN, fetch_human_ratings
 
 PROG = "orca-fetch-ratings"
@@ -51,16 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `orca-fetch-ratings`; returns the exit status."""
     args = build_parser().parse_args(argv)
-    try:
-        ratings = fetch_human_ratings(
-            args.output,
-            source=args.source,
-            revision=args.revision,
-            rating_source=args.rating_source,
-            overwrite=args.overwrite,
-        )
-    except DataError as err:
-        return fail(PROG, str(err))
+    ratings = fetch_human_ratings(
+        args.output,
+        source=args.source,
+        revision=args.revision,
+        rating_source=args.rating_source,
+        overwrite=args.overwrite,
+    )
     summary = {"output": args.output, "items": ratings.counts(), "left_out": ratings.skipped}
     if args.json:
         print(json.dumps(summary, indent=2))

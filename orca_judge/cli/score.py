@@ -17,7 +17,7 @@ from eval_common.cli import (
     flags_problem,
 )
 from eval_common.jsonio import write_jsonl
-from eval_common.outputs import OutputError, check_output_file
+from eval_common.outputs import check_output_file
 
 PROG = "orca-score"
 
@@ -81,10 +81,8 @@ def setup_lines(setup: Mapping[str, Any]) -> list[str]:
 
 @command(PROG)
 def main(argv: list[str] | None = None) -> int:
-    from orca_judge.checkpoint import CheckpointError
-    from orca_judge.data import DataError, load_items
+    from orca_judge.data import load_items
     from orca_judge.judge import OrcaJudge
-    from orca_judge.model import BackboneLoadError
     from orca_judge.report import agreement_report
 
     args = build_parser().parse_args(argv)
@@ -107,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             clamp_threshold=args.clamp_threshold,
         )
         preds = judge.score(items, batch_size=args.batch_size, progress=not args.no_progress)
-    except (DataError, CheckpointError, BackboneLoadError, ValueError) as err:
+    except ValueError as err:
         return fail(PROG, str(err))
     setup = judge.describe()
     for line in setup_lines(setup):
@@ -119,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.output:
         try:
             write_jsonl(args.output, rows)
-        except (OutputError, OSError) as err:
+        except OSError as err:
             return fail(PROG, str(err))
     if args.json:
         print(json.dumps({"predictions": rows, "report": report}, indent=2))

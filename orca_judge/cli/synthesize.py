@@ -18,7 +18,7 @@ from pathlib import Path
 
 from eval_common.cli import add_json_flag, add_seed_flag, command, fail, number_problem
 from eval_common.outputs import check_output_file, write_text
-from orca_judge.data import DataError, load_items
+from orca_judge.data import load_items
 from orca_judge.training.synthetic import KINDS, build_synthetic_items
 
 PROG = "orca-synthesize"
@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_text(
             output, "".join(json.dumps(it.as_dict(), ensure_ascii=False) + "\n" for it in built)
         )
-    except (DataError, ValueError, OSError) as err:
+    except (ValueError, OSError) as err:
         return fail(PROG, str(err))
     if args.json:
         print(

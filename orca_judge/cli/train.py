@@ -254,10 +254,8 @@ def _load_stages(args: argparse.Namespace) -> tuple[list[Any], list[Any], str | 
 
 @command(PROG, on_interrupt=RESUMES)
 def main(argv: list[str] | None = None) -> int:
-    from orca_judge.checkpoint import CheckpointError, update_metrics
-    from orca_judge.data import DataError
+    from orca_judge.checkpoint import update_metrics
     from orca_judge.judge import OrcaJudge
-    from orca_judge.model import BackboneLoadError
     from orca_judge.report import agreement_report
     from orca_judge.training.curriculum import train_curriculum
 
@@ -308,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                 **agreement_report(preds, heldout),
             }
             update_metrics(args.output, {"heldout": summary["heldout"]})
-    except (DataError, CheckpointError, BackboneLoadError, ValueError, FloatingPointError) as err:
+    except (ValueError, FloatingPointError) as err:
         return fail(PROG, str(err))
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))

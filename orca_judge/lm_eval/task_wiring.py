@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
+from orca_judge.errors import OrcaMetricError
 from orca_judge.lm_eval import compat
 from orca_judge.metric.judge_pass import JudgeSession, active_session
 from orca_judge.metric.payloads import (
@@ -32,7 +33,6 @@ from orca_judge.metric.payloads import (
 from orca_judge.metric.settings import (
     LM_EVAL_METADATA_HINT,
     METRIC,
-    OrcaMetricError,
     OrcaMetricSettings,
     resolve_settings,
 )

@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
+from orca_judge.errors import OrcaMetricError
 from orca_judge.lm_eval.compat import tracker_output_folder
 from orca_judge.metric.aggregate import SitedValues
 from orca_judge.metric.judge_pass import (
@@ -47,7 +48,7 @@ from orca_judge.metric.judge_pass import (
     judged_evaluation,
     session_scope,
 )
-from orca_judge.metric.settings import METRIC, OrcaMetricError
+from orca_judge.metric.settings import METRIC
 
 # Attribute of our wrappers, so that patching twice is a no-op.
 PATCH_MARK = "_orca_lmms_patched"

@@ -17,10 +17,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from orca_judge.errors import OrcaMetricError
 from orca_judge.metric.judge_pass import JudgeSession, active_session, session_scope
 from orca_judge.metric.payloads import PAYLOAD_MARK, judge_inputs, payloads
 from orca_judge.metric.per_item import write_pending, write_per_item
-from orca_judge.metric.settings import OrcaMetricError, resolve_settings
+from orca_judge.metric.settings import resolve_settings
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orca_judge.metric.settings import OrcaMetricError, OrcaMetricSettings
+from orca_judge.errors import OrcaMetricError
+from orca_judge.metric.settings import OrcaMetricSettings
 
 
 @dataclass
@@ -115,9 +116,8 @@ class JudgeSession:
 
     def judge(self, settings: OrcaMetricSettings) -> Any:
         """The judge for these settings, loaded once in this session."""
-        from orca_judge.checkpoint import CheckpointError
+        from orca_judge.errors import BackboneLoadError, CheckpointError
         from orca_judge.judge import OrcaJudge
-        from orca_judge.model import BackboneLoadError
 
         key = settings.judge_key()
         if key not in self.judges:
@@ -171,7 +171,8 @@ class JudgeSession:
     def _judged(
         self, settings: OrcaMetricSettings, inputs: Sequence[Mapping[str, Any]]
     ) -> JudgePass:
-        from orca_judge.data import DataError, load_items
+        from orca_judge.data import load_items
+        from orca_judge.errors import DataError
 
         records = [{**item, "id": item_id(item)} for item in inputs]
         if settings.ratings_field:

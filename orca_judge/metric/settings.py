@@ -8,15 +8,12 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from eval_common.cli import parse_bool
+from orca_judge.errors import OrcaMetricError
 
 METRIC = "orca"
 ENV_PREFIX = "ORCA_"
 # Keys of a metric_list entry that belong to lm-eval, not to the judge.
 HARNESS_KEYS = frozenset({"metric", "aggregation", "higher_is_better", "hf_evaluate"})
-
-
-class OrcaMetricError(ValueError):
-    """The orca metric is misconfigured or its judge cannot be loaded; the message says where."""
 
 
 @dataclass(frozen=True)

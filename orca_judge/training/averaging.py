@@ -22,12 +22,12 @@ import torch
 from eval_common.outputs import check_output_folder
 from orca_judge.checkpoint import (
     CheckpointContents,
-    CheckpointError,
     read_checkpoint,
     read_tensors,
     write_checkpoint,
 )
 from orca_judge.config import OrcaConfig
+from orca_judge.errors import CheckpointError
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"

@@ -31,6 +31,7 @@ from orca_judge.data import (
     items_fingerprint,
     undefined_correlation_reason,
 )
+from orca_judge.errors import RunConflictError
 from orca_judge.judge import encode_item, pad_token_id
 from orca_judge.model import OrcaModel, collate
 from orca_judge.training.evaluation import evaluate, finalize
@@ -39,7 +40,7 @@ from orca_judge.training.model_init import (
     enable_gradient_checkpointing,
     resolved_backbone,
 )
-from orca_judge.training.run_folder import RunConflictError, RunFolder
+from orca_judge.training.run_folder import RunFolder
 
 
 @dataclass

@@ -26,14 +26,11 @@ import torch
 from eval_common.outputs import write_bytes
 from orca_judge.checkpoint import atomic_write_text, clean_temporary_files
 from orca_judge.config import OrcaConfig
+from orca_judge.errors import RunConflictError
 
 STATE_FILE = "state.pt"
 EVALUATIONS_DIR = "evaluations"
 LOG_FILE = "log.jsonl"
-
-
-class RunConflictError(ValueError):
-    """Training would replace something that is not this run's own state; names what and why."""
 
 
 def _differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:

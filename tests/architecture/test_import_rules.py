@@ -31,6 +31,12 @@ HARNESS_INTERNALS = (
     "simple_evaluate =",
     "make_table =",
 )
+# Each package's one error family: every room of that package may raise and catch it.
+ERROR_MODULES = {
+    "aqua_tasks": "aqua_tasks.errors",
+    "orca_judge": "orca_judge.errors",
+    "eval_common": "eval_common.errors",
+}
 MAX_MODULE_LINES = 600
 MAX_MODULES_PER_FOLDER = 15
 
@@ -70,6 +76,11 @@ def within(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
+def own_errors(module: str, imported: str) -> bool:
+    """Whether `imported` is the error family of `module`'s own package."""
+    return imported == ERROR_MODULES[module.split(".")[0]]
+
+
 def violations(rule) -> list[str]:
     bad = []
     for name, path in MODULES.items():
@@ -97,6 +108,8 @@ def test_core_imports_no_harness_no_torch_and_nothing_outside_core():
             return False
         if any(within(imp, lib) for lib in (*HARNESSES, "torch", "transformers")):
             return True
+        if own_errors(mod, imp):
+            return False
         return within(imp, "aqua_tasks") and not within(imp, "aqua_tasks.core")
 
     assert not violations(rule)
@@ -123,6 +136,8 @@ def test_build_imports_no_harness_no_torch_at_module_level_and_only_core_and_the
             return False
         if any(within(imp, lib) for lib in (*HARNESSES, "torch", "transformers", "datasets")):
             return (mod, imp.split(".")[0]) not in lazy_ok
+        if own_errors(mod, imp):
+            return False
         return within(imp, "aqua_tasks") and not any(within(imp, a) for a in allowed)
 
     assert not violations(rule)
@@ -182,11 +197,22 @@ def room_of(module: str) -> str | None:
 def test_each_room_imports_only_what_the_architecture_table_allows():
     def rule(mod: str, imp: str) -> bool:
         own, other = room_of(mod), room_of(imp)
-        if own not in ROOM_MAY_IMPORT or other is None or other == own:
+        if own not in ROOM_MAY_IMPORT or other is None or other == own or own_errors(mod, imp):
             return False
         return other not in ROOM_MAY_IMPORT[own]
 
     assert not violations(rule)
+
+
+def test_the_error_families_import_only_the_shared_root():
+    # Catching an error must load nothing: the start-up hook and `lm_eval ls` catch them.
+    bad = [
+        f"{MODULES[errors].relative_to(REPO)}:{line} imports {imported}"
+        for errors in ERROR_MODULES.values()
+        for line, imported in imports_of(MODULES[errors])
+        if imported not in ("__future__", "eval_common.errors")
+    ]
+    assert bad == []
 
 
 def test_harness_adapters_are_leaves_imported_only_by_command_lines_and_each_other():

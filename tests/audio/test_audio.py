@@ -17,7 +17,6 @@ import soundfile as sf
 from aqua_tasks.audio import clips as audio_module
 from aqua_tasks.audio.clips import (
     TARGET_SAMPLING_RATE,
-    AudioFileError,
     AudioRoots,
     LazyAudio,
     audio_for_item,
@@ -28,7 +27,8 @@ from aqua_tasks.audio.clips import (
     resolve_audio,
 )
 from aqua_tasks.cli.audio import main
-from aqua_tasks.core.data import TRACK_FILE_STEMS, AquaDataError, load_items
+from aqua_tasks.core.data import TRACK_FILE_STEMS, load_items
+from aqua_tasks.errors import AquaDataError, AudioFileError
 
 SHARED = Path(os.environ.get("AQUA_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared"))
 SHARED = SHARED / "data"

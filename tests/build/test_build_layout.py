@@ -10,7 +10,8 @@ from conftest import SHARED
 
 from aqua_tasks.build.builder import BuildResult, write_result
 from aqua_tasks.cli import build as cli_build
-from aqua_tasks.core.data import AquaDataError, load_items, load_json_file
+from aqua_tasks.core.data import load_items, load_json_file
+from aqua_tasks.errors import AquaDataError
 
 MMAU = SHARED / "data" / "mmau" / "mmau-test-mini.json"
 MMAU_FILE = "AQUA-Bench-MMAU-Track.json"

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from aqua_tasks.build.api import MMAU_OUTPUT, GeneratorSettings, build_file
-from aqua_tasks.build.source import BuildError, read_source
+from aqua_tasks.build.source import read_source
+from aqua_tasks.errors import BuildError
 from aqua_tasks.models.api.http import RetryPolicy
 from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
 

@@ -13,12 +13,13 @@ import tomllib
 
 from aqua_tasks.cli import audio as cli_audio
 from aqua_tasks.cli import score as cli_score
-from aqua_tasks.core.data import AquaDataError
 from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.run_settings import check_aqua_metadata
+from aqua_tasks.errors import AquaDataError
 from aqua_tasks.lm_eval import demo
 from aqua_tasks.task.definition import build_docs
-from orca_judge.metric.settings import OrcaMetricError, resolve_settings
+from orca_judge.errors import OrcaMetricError
+from orca_judge.metric.settings import resolve_settings
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("aqua_tasks", "orca_judge")

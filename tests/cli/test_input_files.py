@@ -10,7 +10,8 @@ import pytest
 
 from aqua_tasks.cli import audio as cli_audio
 from aqua_tasks.cli import score as cli_score
-from aqua_tasks.core.data import AquaDataError, load_items
+from aqua_tasks.core.data import load_items
+from aqua_tasks.errors import AquaDataError
 
 LEGACY = Path(__file__).parents[1] / "data" / "legacy_run_0_1_0"
 ANIMAL = "AQUA-Bench-Animal-Sounds-Track.json"

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from aqua_tasks.build.source import BuildError, read_records
-from aqua_tasks.core.data import AquaDataError, load_json_file
+from aqua_tasks.build.source import read_records
+from aqua_tasks.core.data import load_json_file
+from aqua_tasks.errors import AquaDataError, BuildError, RunError
 from aqua_tasks.runs import iter_jsonl
-from aqua_tasks.runs.discovery import RunError, read_json
+from aqua_tasks.runs.discovery import read_json
 from aqua_tasks.runs.orca_items import read_docs_file
-from eval_common.inputs import InputFileError, load_yaml, lone_surrogate_at, read_text
+from eval_common.errors import InputFileError
+from eval_common.inputs import load_yaml, lone_surrogate_at, read_text
 from eval_common.inputs import read_json as read_any
-from orca_judge.calibration import CalibrationError, load_calibration
-from orca_judge.data import DataError, load_items
+from orca_judge.calibration import load_calibration
+from orca_judge.data import load_items
+from orca_judge.errors import CalibrationError, DataError
 
 # Line 3 holds a cp1252 "é" (0xe9): column 15 in BAD, 14 in BAD_JSONL.
 BAD = b'[\n {"id": 1,\n  "text": "caf\xe9"}\n]\n'

@@ -9,9 +9,9 @@ import os
 
 import pytest
 
+from eval_common.errors import OutputError
 from eval_common.outputs import (
     MARKER,
-    OutputError,
     append_text,
     check_output_file,
     check_output_folder,

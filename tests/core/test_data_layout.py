@@ -7,13 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from aqua_tasks.core.data import (
-    TRACK_FILE_STEMS,
-    VARIANT_SUFFIXES,
-    AquaDataError,
-    load_items,
-    load_json_file,
-)
+from aqua_tasks.core.data import TRACK_FILE_STEMS, VARIANT_SUFFIXES, load_items, load_json_file
+from aqua_tasks.errors import AquaDataError
 
 ANIMAL = TRACK_FILE_STEMS["animal"]
 

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from aqua_tasks.audio.clips import AudioFileError, AudioRoots, fix_hint, resolve_audio
-from aqua_tasks.core.data import AquaDataError, track_file
+from aqua_tasks.audio.clips import AudioRoots, fix_hint, resolve_audio
+from aqua_tasks.core.data import track_file
 from aqua_tasks.core.settings_place import (
     LMMS_EVAL_PLACE,
     settings_given_in,
     settings_place,
 )
-from orca_judge.metric.settings import (
-    LMMS_EVAL_METADATA_HINT,
-    OrcaMetricError,
-    resolve_settings,
-)
+from aqua_tasks.errors import AquaDataError, AudioFileError
+from orca_judge.errors import OrcaMetricError
+from orca_judge.metric.settings import LMMS_EVAL_METADATA_HINT, resolve_settings
 
 
 def test_lm_eval_is_the_default_place_and_lmms_eval_hints_name_its_variable(tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aqua_tasks.core.data import KNOWN_TRACKS, AquaDataError
+from aqua_tasks.core.data import KNOWN_TRACKS
 from aqua_tasks.core.pooling import all_tracks_name, all_tracks_rows, pooled_tracks
 from aqua_tasks.core.task_name import (
     CHOICE_FAMILIES,
@@ -17,6 +17,7 @@ from aqua_tasks.core.task_name import (
     TaskName,
     choice_task,
 )
+from aqua_tasks.errors import AquaDataError
 from aqua_tasks.reports.run_metrics import split_task
 
 REPO = Path(__file__).resolve().parents[2]

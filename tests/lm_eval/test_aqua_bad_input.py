@@ -7,9 +7,10 @@ import json
 import pytest
 
 from aqua_tasks.cli.score import main as aqua_score
-from aqua_tasks.core.data import AquaDataError, load_items, parse_items, track_file
+from aqua_tasks.core.data import load_items, parse_items, track_file
 from aqua_tasks.core.extract import get_extractor_name
 from aqua_tasks.core.scoring import unpack_outcome
+from aqua_tasks.errors import AquaDataError
 from aqua_tasks.task.definition import build_docs, process_results
 
 

@@ -30,7 +30,8 @@ from aqua_tasks.cli import build as cli_build
 from aqua_tasks.cli import eval as cli_eval
 from aqua_tasks.cli import regress as cli_regress
 from aqua_tasks.cli import report as cli_report
-from aqua_tasks.core.data import TRACK_FILE_STEMS, AquaDataError
+from aqua_tasks.core.data import TRACK_FILE_STEMS
+from aqua_tasks.errors import AquaDataError
 from aqua_tasks.reports.run_metrics import load_run_metrics
 from aqua_tasks.task.definition import build_docs
 

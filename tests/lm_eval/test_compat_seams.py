@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from aqua_tasks.core.scoring import ItemOutcome, pack_outcome, summarize
+from aqua_tasks.errors import UncollectedOutcomesError
 from aqua_tasks.lm_eval import task as aqua_task
-from aqua_tasks.lm_eval.results import UncollectedOutcomesError
 from aqua_tasks.task.aggregations import aggregate_acc, aggregate_n_items
 from eval_common.harness_versions import supported_range, unsupported_version
 
@@ -62,9 +62,9 @@ def test_an_aqua_task_whose_values_were_not_collected_stops_the_results_step():
 
 
 def test_an_orca_aggregation_of_unlabelled_values_names_what_is_missing():
+    from orca_judge.errors import OrcaMetricError
     from orca_judge.lm_eval.metric import orca_aggregate
     from orca_judge.metric.payloads import PAYLOAD_MARK
-    from orca_judge.metric.settings import OrcaMetricError
 
     with pytest.raises(OrcaMetricError, match="without their task and filter"):
         orca_aggregate([{PAYLOAD_MARK: "orca", "inputs": {}, "settings": {}}])

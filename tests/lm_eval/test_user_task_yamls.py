@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aqua_tasks.cli import eval as cli_eval
-from aqua_tasks.core.data import AquaDataError
+from aqua_tasks.errors import AquaDataError
 from aqua_tasks.lm_eval.registration import task_config_dir
 from aqua_tasks.lm_eval.user_tasks import check_user_task_yamls
 

@@ -13,12 +13,12 @@ import pytest
 import soundfile as sf
 from lm_eval.api.instance import Instance
 
-from aqua_tasks.audio.checks import ClipCheckError
-from aqua_tasks.audio.clips import AudioFileError, LazyAudio
+from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.core.data import load_items
 from aqua_tasks.core.docs import doc_to_item
 from aqua_tasks.core.generation_failure import failed_reply
 from aqua_tasks.core.scoring import ALL_METRICS, score_reply
+from aqua_tasks.errors import AudioFileError, ClipCheckError
 from aqua_tasks.models.audio_prompts import chat_content, cut_at_stop, mono_waveform
 from aqua_tasks.models.data_parallel import parse_max_memory
 from aqua_tasks.models.hf_audio_lm import AudioLM
@@ -425,7 +425,8 @@ def test_silent_and_over_long_clips_run_and_are_counted(tiny_dir, tmp_path):
 
 KILLED_AFTER_TWO_BATCHES = """
 import os, signal, sys
-from aqua_tasks.audio.clips import AudioFileError, LazyAudio
+from aqua_tasks.audio.clips import LazyAudio
+from aqua_tasks.errors import AudioFileError
 from aqua_tasks.models.hf_audio_lm import AudioLM
 from lm_eval.api.instance import Instance
 

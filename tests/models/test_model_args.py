@@ -8,10 +8,11 @@ import json
 import pytest
 import torch
 
+from aqua_tasks.errors import ModelArgumentError
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.models.baselines import FirstOptionLM, RandomOptionLM, ReplayLM
 from aqua_tasks.models.hf_audio_lm import AudioLM
-from aqua_tasks.models.model_args import ModelArgumentError, checked_pretrained
+from aqua_tasks.models.model_args import checked_pretrained
 
 URL = "http://localhost:9/v1/chat/completions"
 # What lm-eval's CLI sends every model beside --model_args.
@@ -125,3 +126,18 @@ def test_replay_of_a_run_with_fewer_items_names_the_missing_ones_and_what_to_do(
         "every requested item"
     )
     assert model.generate_until(requests[:1], disable_tqdm=True) == ["(a)"]
+
+
+def test_both_model_classes_build_from_a_model_args_string_through_one_implementation():
+    built = AudioLM.create_from_arg_string.__func__
+    assert built is OpenAIAudioChatLM.create_from_arg_string.__func__
+    # lm-eval's base class would call the constructor with the CLI's settings added, and skip
+    # create_from_arg_obj: its check of unknown names and its merge of the CLI's batch_size.
+    api = OpenAIAudioChatLM.create_from_arg_string(
+        f"base_url={URL},model=m,cache=false", {**HARNESS, "batch_size": 4}
+    )
+    assert (api.model, api.base_url, api.cache) == ("m", URL, None)
+    with pytest.raises(ModelArgumentError, match=r"unknown model argument\(s\) bogus"):
+        OpenAIAudioChatLM.create_from_arg_string(f"base_url={URL},model=m,bogus=1", HARNESS)
+    with pytest.raises(ModelArgumentError, match="cache='perhaps': expected true/false"):
+        OpenAIAudioChatLM.create_from_arg_string(f"base_url={URL},model=m,cache=perhaps")

@@ -16,10 +16,10 @@ from orca_fixtures import (
 )
 from safetensors.torch import load_file
 
-from eval_common.outputs import OutputError
+from eval_common.errors import OutputError
 from orca_judge import OrcaJudge
-from orca_judge.checkpoint import CheckpointError, load_model, update_config, update_metrics
-from orca_judge.judge import BackboneMismatchError
+from orca_judge.checkpoint import load_model, update_config, update_metrics
+from orca_judge.errors import BackboneMismatchError, CheckpointError
 
 ITEMS = synthetic_items(12, seed=5, prefix="eval")
 

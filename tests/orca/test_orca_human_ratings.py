@@ -18,7 +18,8 @@ import yaml
 
 from orca_judge.cli import fetch_ratings as cli_fetch
 from orca_judge.cli.train import plan_stages
-from orca_judge.data import DataError, load_items
+from orca_judge.data import load_items
+from orca_judge.errors import DataError
 from orca_judge.human_ratings import human_rating_splits, write_human_ratings
 
 REPO = Path(__file__).resolve().parents[2]

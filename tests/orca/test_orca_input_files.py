@@ -11,12 +11,13 @@ import torch
 from orca_fixtures import synthetic_items, tiny_llama_dir, write_jsonl
 from safetensors.torch import load_file
 
-from orca_judge.checkpoint import CheckpointError, read_checkpoint
+from orca_judge.checkpoint import read_checkpoint
 from orca_judge.cli import score as cli_score
 from orca_judge.cli import train as cli_train
 from orca_judge.config import OrcaConfig
-from orca_judge.data import DataError, load_items
-from orca_judge.model import BackboneLoadError, load_backbone
+from orca_judge.data import load_items
+from orca_judge.errors import BackboneLoadError, CheckpointError, DataError
+from orca_judge.model import load_backbone
 
 RATED = synthetic_items(4, seed=0)
 

@@ -14,7 +14,8 @@ from orca_fixtures import synthetic_items, tiny_trained_checkpoint, write_jsonl
 
 from aqua_tasks.runs.orca_items import orca_records, read_judge_samples
 from orca_judge.cli.score import main as orca_score
-from orca_judge.metric.settings import OrcaMetricError, OrcaMetricSettings, resolve_settings
+from orca_judge.errors import OrcaMetricError
+from orca_judge.metric.settings import OrcaMetricSettings, resolve_settings
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent

@@ -5,8 +5,8 @@ import torch
 from orca_fixtures import tiny_bert_dir, tiny_llama_dir
 
 from orca_judge.config import OrcaConfig
+from orca_judge.errors import BackboneLoadError
 from orca_judge.model import (
-    BackboneLoadError,
     OrcaModel,
     add_lora,
     collate,

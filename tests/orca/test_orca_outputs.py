@@ -11,7 +11,7 @@ import shutil
 import pytest
 from orca_fixtures import synthetic_items, tiny_llama_dir, tiny_trained_checkpoint, write_jsonl
 
-from eval_common.outputs import OutputError
+from eval_common.errors import OutputError
 from orca_judge import OrcaJudge
 from orca_judge.cli import score as cli_score
 from orca_judge.cli import train as cli_train

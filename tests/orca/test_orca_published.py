@@ -22,7 +22,8 @@ from orca_fixtures import (
 from safetensors.torch import load_file, save_file
 
 from orca_judge import OrcaJudge, likelihoods
-from orca_judge.checkpoint import CheckpointError, read_checkpoint
+from orca_judge.checkpoint import read_checkpoint
+from orca_judge.errors import CheckpointError
 
 LONG = "The speaker says the next word is sun because the song goes that way. "
 ITEMS = [
@@ -274,9 +275,10 @@ def test_orca_score_reports_published_threshold_settings_and_truncation(
 
 
 def test_metric_clamp_threshold_setting_and_truncation_are_recorded(gemma_4b_copy, caplog):
+    from orca_judge.errors import OrcaMetricError
     from orca_judge.metric.judge_pass import JudgeSession
     from orca_judge.metric.per_item import per_item_rows, write_per_item
-    from orca_judge.metric.settings import OrcaMetricError, resolve_settings
+    from orca_judge.metric.settings import resolve_settings
 
     entry = {"checkpoint": str(gemma_4b_copy), "backbone": str(tiny_gemma3_dir(False))}
     with pytest.raises(OrcaMetricError, match="'clamp_threshold': expected a number >= 0"):

@@ -5,13 +5,8 @@ import json
 import pytest
 from orca_fixtures import synthetic_items, tiny_tokenizer_dir, write_jsonl
 
-from orca_judge.data import (
-    DataError,
-    OrcaItem,
-    filter_by_length,
-    load_items,
-    question_disjoint_split,
-)
+from orca_judge.data import OrcaItem, filter_by_length, load_items, question_disjoint_split
+from orca_judge.errors import DataError
 from orca_judge.template import encode, format_text
 
 ITEM = {

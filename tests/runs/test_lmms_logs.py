@@ -21,6 +21,7 @@ from aqua_tasks.cli import report as cli_report
 from aqua_tasks.cli.score import main as aqua_score
 from aqua_tasks.core.data import TRACK_FILE_STEMS
 from aqua_tasks.core.task_name import TaskName, choice_task
+from aqua_tasks.errors import AmbiguousRunError, RunError
 from aqua_tasks.runs import HARNESS_LM_EVAL, HARNESS_LMMS_EVAL
 
 DATA = Path(__file__).parents[1] / "data"
@@ -114,18 +115,18 @@ def test_lmms_eval_outputs_are_told_from_lm_eval_by_name_and_rows(tmp_path):
     renamed = tmp_path / "replies.jsonl"
     shutil.copyfile(LMMS / ANIMAL, renamed)
     assert runs.find_outputs(renamed).harness == HARNESS_LMMS_EVAL
-    with pytest.raises(runs.RunError, match="keep lmms-eval's file name"):
+    with pytest.raises(RunError, match="keep lmms-eval's file name"):
         runs.read_run(renamed, data_dir=tmp_path)
     # Under an lm-eval file name its rows say what they are.
     misnamed = tmp_path / "samples_aqua_animal_2026-12-01T03-08-18.jsonl"
     shutil.copyfile(LMMS / ANIMAL, misnamed)
-    with pytest.raises(runs.RunError, match="an lmms-eval row: keep lmms-eval's file name"):
+    with pytest.raises(RunError, match="an lmms-eval row: keep lmms-eval's file name"):
         runs.read_run(misnamed)
     mixed = tmp_path / "mixed"
     shutil.copytree(LMMS, mixed)
     for path in LEGACY.iterdir():
         shutil.copyfile(path, mixed / path.name)
-    with pytest.raises(runs.AmbiguousRunError, match="both lm-eval and lmms-eval"):
+    with pytest.raises(AmbiguousRunError, match="both lm-eval and lmms-eval"):
         runs.find_outputs(mixed)
 
 
@@ -354,7 +355,7 @@ def test_aqua_replay_replays_an_lmms_eval_log_given_its_data(released_dir):
 
     legacy = ReplayLM(path=str(LEGACY)).replies
     assert ReplayLM(path=str(LMMS), data_dir=str(released_dir)).replies == legacy
-    with pytest.raises(runs.RunError, match="pass --data-dir"):
+    with pytest.raises(RunError, match="pass --data-dir"):
         ReplayLM(path=str(LMMS))
 
 

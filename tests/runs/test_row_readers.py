@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from aqua_tasks.core.prompts import render_prompt, render_question
+from aqua_tasks.errors import RunError, TrackMismatchError
 from aqua_tasks.runs import (
-    RunError,
     RunItem,
-    TrackMismatchError,
     orca_records,
     read_judge_samples,
 )

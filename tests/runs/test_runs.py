@@ -21,6 +21,7 @@ from aqua_tasks.cli import report as cli_report
 from aqua_tasks.cli.score import main as aqua_score
 from aqua_tasks.core.data import TRACK_FILE_STEMS, load_json_file
 from aqua_tasks.core.manifest import MANIFEST_FIELDS
+from aqua_tasks.errors import AmbiguousRunError, RunError
 from aqua_tasks.runs.discovery import newest, output_file
 from aqua_tasks.runs.lm_eval_samples import read_samples_file
 
@@ -103,7 +104,7 @@ def test_two_model_folders_are_refused_listing_both_and_one_folder_is_read(capsy
         assert "a_new_model, z_old_model" in err and "point at the one to use" in err
     scored = score_json(capsys, str(base / "a_new_model"))["results"]
     assert {t: m["acc"] for t, m in scored.items()} == dict.fromkeys(scored, 1.0)
-    with pytest.raises(runs.AmbiguousRunError):
+    with pytest.raises(AmbiguousRunError):
         runs.read_run(base)
 
 
@@ -221,10 +222,10 @@ def test_a_run_recorded_by_0_1_0_reads_through_the_new_homes():
 def test_malformed_lines_name_file_and_line(tmp_path):
     path = tmp_path / "samples_aqua_animal_2026-01-01T00-00-00.jsonl"
     path.write_text('{"doc": {}}\n\n{oops\n')
-    with pytest.raises(runs.RunError, match=r"jsonl:3: malformed JSON"):
+    with pytest.raises(RunError, match=r"jsonl:3: malformed JSON"):
         list(runs.iter_jsonl(path))
     path.write_text('{"doc_id": 0, "doc": {"track": "animal", "options": []}}\n')
-    with pytest.raises(runs.RunError, match=r"jsonl:1: malformed AQUA doc \(no field 'id'\)"):
+    with pytest.raises(RunError, match=r"jsonl:1: malformed AQUA doc \(no field 'id'\)"):
         read_samples_file(path)
 
 

@@ -15,10 +15,10 @@ import pytest
 from aqua_tasks.cli.score import main as aqua_score
 from aqua_tasks.core.intervals import metric_stderrs
 from aqua_tasks.core.scoring import ItemOutcome, summarize
+from aqua_tasks.errors import RunError
 from aqua_tasks.lm_eval.results import fix_aqua_results
 from aqua_tasks.reports.run_metrics import load_run_metrics
 from aqua_tasks.runs import (
-    RunError,
     RunScores,
     ScoreSettings,
     is_run_scores,

@@ -28,6 +28,7 @@ from lm_eval.api.model import LM
 
 from aqua_tasks.core.generation_failure import failed_reply
 from aqua_tasks.core.generation_limit import limited_reply
+from aqua_tasks.errors import EndpointError, ModelArgumentError
 from aqua_tasks.models.api.cache import ReplyCache, cache_file_name, cache_key, default_cache_dir
 from aqua_tasks.models.api.http import (
     RequestFailure,
@@ -45,7 +46,7 @@ from aqua_tasks.models.api.payload import (
 )
 from aqua_tasks.models.audio_prompts import cut_at_stop, request_clips
 from aqua_tasks.models.model_args import (
-    ModelArgumentError,
+    ArgsThroughArgObj,
     bounded_int,
     finite_number,
     harness_settings,
@@ -58,10 +59,6 @@ NAME = "openai-audio-chat"
 DEFAULT_MAX_GEN_TOKS = 256
 TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
 FAILURES_LISTED = 20  # failed items named on stderr; all of them are in the results file
-
-
-class EndpointError(RuntimeError):
-    """The server refuses every request (bad key, wrong URL or model): the run stops."""
 
 
 @dataclass
@@ -93,14 +90,6 @@ class ApiRunStats:
         }
 
 
-def parse_model_bool(name: str, value: object) -> bool:
-    """A boolean model argument (true/false, yes/no, on/off, 1/0)."""
-    try:
-        return parse_bool(name, value)
-    except ValueError as error:
-        raise ModelArgumentError(str(error)) from None
-
-
 def check_base_url(base_url: object) -> str:
     """The chat-completions URL, or a ValueError saying what a full URL looks like."""
     url = str(base_url or "")
@@ -126,8 +115,15 @@ def public_url(url: str) -> str:
     return urllib.parse.urlunsplit((parsed.scheme, netloc, parsed.path, "", ""))
 
 
-class OpenAIAudioChatLM(LM):
-    """Replies from an OpenAI-compatible chat-completions server, clips sent as WAV parts."""
+class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
+    """Replies from an OpenAI-compatible chat-completions server, clips sent as WAV parts.
+
+    Not built on lm-eval's `TemplateAPI` (`local-chat-completions`): it forwards images only
+    (`create_image_prompt`), needs aiohttp and tenacity, and stops the run once a request's
+    retries are spent; this class sends WAV parts with the standard library, honours
+    `Retry-After`, counts retries by reason, caches each reply as it arrives and turns a
+    request that still fails into a `failed_reply` so the run goes on.
+    """
 
     MULTIMODAL = True  # lm-eval refuses audio tasks for models without this flag
     # CLI-level settings lm-eval passes to every model; a chat request holds one conversation.
@@ -198,7 +194,7 @@ class OpenAIAudioChatLM(LM):
         self._headers = self._auth_headers()
         self._secret = self._headers.get("Authorization", "").removeprefix("Bearer ") or None
         self.cache: ReplyCache | None = None
-        if parse_model_bool("cache", cache):
+        if parse_bool("cache", cache, ModelArgumentError):
             folder = Path(os.path.expanduser(str(cache_dir))) if cache_dir else default_cache_dir()
             self.cache = ReplyCache(folder / cache_file_name(self.model))
             if self.cache.skipped_lines:
@@ -222,13 +218,6 @@ class OpenAIAudioChatLM(LM):
         )
 
     @classmethod
-    def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None):
-        """Build from `--model_args`; its keys win over the CLI's batch_size/device defaults."""
-        from lm_eval.utils import simple_parse_args_string
-
-        return cls.create_from_arg_obj(simple_parse_args_string(arg_string), additional_config)
-
-    @classmethod
     def create_from_arg_obj(cls, arg_dict: dict, additional_config: dict | None = None):
         """Build from a dict of model args; unknown names are one clear error."""
         known = set(inspect.signature(cls.__init__).parameters) - {"self"}
@@ -238,7 +227,7 @@ class OpenAIAudioChatLM(LM):
     @classmethod
     def check_model_args(cls, arg_dict: dict, additional_config: dict | None = None) -> None:
         """ModelArgumentError for the first bad model argument; sends and opens nothing."""
-        parse_model_bool("cache", arg_dict.get("cache", True))
+        parse_bool("cache", arg_dict.get("cache", True), ModelArgumentError)
         # The constructor only checks and stores, apart from opening the reply cache.
         cls.create_from_arg_obj({**arg_dict, "cache": False}, additional_config)
 
