@@ -14,6 +14,7 @@ from aqua_tasks.lm_eval.demo import DEMO_NAMES, run_demo
 from aqua_tasks.reports.tables import format_table
 from eval_common.cli import RESUMES, add_json_flag, command, fail
 from eval_common.outputs import OutputError, check_output_folder, mark_output_folder
+from eval_plugins.lm_eval.registration import register_all
 
 PROG = "aqua-demo"
 
@@ -59,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="aqua-demo-") as tmp:
         out = args.out or Path(tmp)
         try:
+            register_all()
             results = run_demo(out, args.clips_per_class)
         except OutputError as error:
             return fail(PROG, str(error))

@@ -62,7 +62,7 @@ def test_an_aqua_task_whose_values_were_not_collected_stops_the_results_step():
 
 
 def test_an_orca_aggregation_of_unlabelled_values_names_what_is_missing():
-    from orca_judge.lm_eval.metric import orca_aggregate
+    from eval_plugins.lm_eval.metric import orca_aggregate
     from orca_judge.metric.payloads import PAYLOAD_MARK
     from orca_judge.metric.settings import OrcaMetricError
 
@@ -73,7 +73,8 @@ def test_an_orca_aggregation_of_unlabelled_values_names_what_is_missing():
 def test_each_tasks_values_reach_its_aggregations_and_the_results_step(monkeypatch):
     from lm_eval import evaluator, evaluator_utils
 
-    from orca_judge.lm_eval import compat
+    from eval_common.evaluation import aggregated_values
+    from eval_plugins.lm_eval import compat
 
     values = [pack_outcome(0, ItemOutcome(0, "Solvable", True, True, False))]
     values.append(pack_outcome(1, ItemOutcome(1, "Solvable", False, True, False)))
@@ -83,7 +84,7 @@ def test_each_tasks_values_reach_its_aggregations_and_the_results_step(monkeypat
     def evaluate(lm, task_dict, bootstrap_iters=0):
         raw = {("acc", "none"): list(values), ("n_items", "none"): list(values)}
         figures, _ = evaluator_utils._compute_task_aggregations(task, raw, bootstrap_iters)
-        seen.append(compat.aggregated_values()["aqua_animal"][("acc", "none")])
+        seen.append(aggregated_values()["aqua_animal"][("acc", "none")])
         return {"results": {"aqua_animal": {"alias": "aqua_animal", **figures}}}
 
     monkeypatch.setattr(evaluator, "evaluate", evaluate)
@@ -96,4 +97,4 @@ def test_each_tasks_values_reach_its_aggregations_and_the_results_step(monkeypat
     assert (labelled.task, labelled.filter_key, list(labelled)) == ("aqua_animal", "none", values)
     row = results["results"]["aqua_animal"]
     assert row["acc,none"] == summarize(values)["acc"] == 0.5 and row["n_items,none"] == 2
-    assert compat.aggregated_values() == {}
+    assert aggregated_values() == {}
