@@ -315,7 +315,9 @@ def test_wheel_install_carries_the_hook_and_uninstall_removes_it(tmp_path):
     assert installed.returncode == 0, installed.stderr[-3000:]
     assert (site / HOOK_FILE).is_file()
 
-    probe = run(python, "-c", WHEEL_PROBE)
+    # -P: not this checkout's folder first on sys.path (the hook no longer imports aqua_tasks
+    # at start-up, so the working folder's copy would be the one found).
+    probe = run(python, "-P", "-c", WHEEL_PROBE)
     assert probe.returncode == 0, probe.stderr[-3000:]
     found = json.loads(probe.stdout.splitlines()[-1])
     assert Path(found["package"]).is_relative_to(venv)
