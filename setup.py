@@ -10,8 +10,8 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HOOK_FILE = "aqua_bench_eval_lm_eval_hook.pth"
-# aqua_tasks.startup_hook is standard-library only and never raises.
-HOOK_LINE = "import aqua_tasks.startup_hook as hook; hook.install()\n"
+# eval_plugins.startup_hook is standard-library only and never raises.
+HOOK_LINE = "import eval_plugins.startup_hook as hook; hook.install()\n"
 
 
 class BuildPyWithHook(build_py):

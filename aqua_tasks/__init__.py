@@ -41,8 +41,8 @@ _EXPORTS = {
     "BuildConfig": "aqua_tasks.build.builder",
     "GeneratorSettings": "aqua_tasks.build.api",
     "build_file": "aqua_tasks.build.api",
-    # lm-eval: tasks, models and `metric: orca` registered for the Python API
-    "register_all": "aqua_tasks.lm_eval.registration",
+    # lm-eval: tasks, models and `metric: orca` registered for the Python API (the plugin edge)
+    "register_all": "eval_plugins.lm_eval.registration",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -63,7 +63,8 @@ def lm_eval_path(checkpoint: str, items: Path, batch_size: int) -> dict[str, flo
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    from aqua_tasks.lm_eval.registration import register_all, task_config_dir
+    from aqua_tasks.lm_eval.task_folder import task_config_dir
+    from eval_plugins.lm_eval.registration import register_all
     from orca_judge import judge as judge_module
 
     # Each evaluation loads its judge in its own session: the load below is this run's.

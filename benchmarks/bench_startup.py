@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from aqua_tasks.lm_eval.registration import task_config_dir
-from aqua_tasks.startup_hook import ENV_SWITCH
+from aqua_tasks.lm_eval.task_folder import task_config_dir
+from eval_plugins.startup_hook import ENV_SWITCH
 
 HOOK_FILE = "aqua_bench_eval_lm_eval_hook.pth"
 # Imported by each child after start-up: every one of these imports meets the hook's finder.

@@ -44,9 +44,9 @@ def child(data_dir: str, audio_root: str, limit: int, eager: bool) -> None:
     """One aqua-eval run in this process; prints wall time and max RSS as JSON."""
     from aqua_tasks.audio.clips import load_audio
     from aqua_tasks.cli.eval import main
-    from aqua_tasks.lm_eval.registration import register_all
     from aqua_tasks.models.baselines import AquaBaselineLM
     from aqua_tasks.task import definition
+    from eval_plugins.lm_eval.registration import register_all
 
     class EnergyReaderLM(AquaBaselineLM):
         """Decodes each request's audio and answers by its loudness."""

@@ -1,22 +1,27 @@
 """The harness versions this package extends: one gate for the start-up hook, aqua-eval and
-register_all.
+register_all, and the exact versions every patch of a harness was tested with.
 
 lm-eval: the range pyproject.toml requires (`lm-eval>=0.4.13,<0.5`); lmms-eval: the version
-scripts/install-lmms-eval-env.sh installs (`lmms-eval==0.7.3`). Inside the range every patch
-of the harness is made (each compat module lists them); outside it none is: the start-up hook
-logs one warning and leaves the harness as it is, `aqua-eval` and `register_all()` stop with
-the reason. Standard library only, and it imports neither harness: the start-up hook asks it
-as soon as a harness module has imported.
+scripts/install-lmms-eval-env.sh installs (`lmms-eval==0.7.3`). Outside the range nothing is
+done: the start-up hook logs one warning and leaves the harness as it is, `aqua-eval` and
+`register_all()` stop with the reason. Inside it, a patch of a harness internal is made only on
+the exact TESTED version (`eval_plugins.seams`): on another release a patch the harness runs
+correctly without is skipped with one line, one it cannot is refused with one line. Standard
+library only, and it imports neither harness: the start-up hook asks it as soon as a harness
+module has imported.
 """
 
 from __future__ import annotations
 
 import re
+from importlib.metadata import PackageNotFoundError, version
 
 # harness -> (lowest supported release, first release above the range).
 SUPPORTED = {"lm-eval": ((0, 4, 13), (0, 5)), "lmms-eval": ((0, 7, 3), (0, 7, 4))}
-# harness -> the version the end-to-end tests run against.
+# harness -> the one version the end-to-end tests run against: the only one patched in full.
 TESTED = {"lm-eval": "0.4.13", "lmms-eval": "0.7.3"}
+# harness -> its distribution name, for importlib.metadata.
+DISTRIBUTIONS = {"lm-eval": "lm_eval", "lmms-eval": "lmms_eval"}
 
 
 def release(version: str) -> tuple[int, ...]:
@@ -43,3 +48,25 @@ def unsupported_version(harness: str, version: str | None) -> str | None:
         f"{harness} {version} is not a version this package supports "
         f"({supported_range(harness)}, tested with {TESTED[harness]})"
     )
+
+
+def installed_version(harness: str) -> str | None:
+    """The installed version of a harness (None when it is not installed)."""
+    try:
+        return version(DISTRIBUTIONS[harness])
+    except PackageNotFoundError:
+        return None
+
+
+def untested_version(harness: str, version: str | None) -> str | None:
+    """Why this version of the harness is not the one every patch was tested with (None: it is)."""
+    if version == TESTED[harness]:
+        return None
+    return (
+        f"{harness} {version} is not the version this package was tested with ({TESTED[harness]})"
+    )
+
+
+def install_hint(harness: str) -> str:
+    """What to install for every patch of the harness: the tested version."""
+    return f"pip install '{harness}=={TESTED[harness]}'"

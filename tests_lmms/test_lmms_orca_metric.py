@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from orca_fixtures import tiny_trained_checkpoint
 
-from aqua_tasks.startup_hook import ENV_SWITCH, LMMS_TRIGGERS, LmEvalImportHook
+from eval_plugins.startup_hook import ENV_SWITCH, LMMS_TRIGGERS, LmEvalImportHook
 
 TASKS_DIR = Path(__file__).parent / "tasks"
 N_ITEMS = 6
@@ -176,15 +176,15 @@ def test_the_switch_turns_the_hook_off_for_lmms_eval_too():
 
 
 def test_an_unsupported_lmms_eval_version_is_a_no_op_with_one_warning(monkeypatch, caplog):
-    from aqua_tasks.lmms_eval import plugin as lmms_eval_plugin
-    from orca_judge.lmms_eval import compat
+    from eval_plugins.lmms_eval import compat
+    from eval_plugins.lmms_eval import plugin as lmms_eval_plugin
 
     called = []
     monkeypatch.setattr(compat, "lmms_eval_version", lambda: "0.7.99")
     for action in LMMS_TRIGGERS.values():
         monkeypatch.setattr(lmms_eval_plugin, action, called.append)
     hook = LmEvalImportHook()
-    with caplog.at_level(logging.WARNING, logger="aqua_tasks.startup_hook"):
+    with caplog.at_level(logging.WARNING, logger="eval_plugins.startup_hook"):
         for name in LMMS_TRIGGERS:
             hook.fire(name, types.ModuleType(name))
     assert called == [] and not hook.pending

@@ -76,7 +76,7 @@ def test_a_run_of_ours_that_fails_later_exits_one_not_zero(runs):
 def test_a_failed_run_that_judged_with_orca_exits_one_and_other_runs_keep_lmms_evals_way(capsys):
     from types import ModuleType
 
-    from orca_judge.lmms_eval import compat
+    from eval_plugins.lmms_eval import compat
 
     evaluator, main = ModuleType("evaluator"), ModuleType("main")
 

@@ -14,6 +14,7 @@ from aqua_tasks.lm_eval.demo import DEMO_NAMES, run_demo
 from aqua_tasks.reports.tables import format_table
 from eval_common.cli import RESUMES, add_json_flag, command, fail
 from eval_common.outputs import check_output_folder, mark_output_folder
+from eval_plugins.lm_eval.registration import register_all
 
 PROG = "aqua-demo"
 
@@ -55,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("lm_eval").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory(prefix="aqua-demo-") as tmp:
         out = args.out or Path(tmp)
+        register_all()
         results = run_demo(out, args.clips_per_class)
         if args.out is not None:
             mark_output_folder(out, PROG)

@@ -5,17 +5,19 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from aqua_tasks.lm_eval.compat import harness_cli, lm_eval_problem
-from aqua_tasks.lm_eval.harness_errors import json_flag_problem
-from aqua_tasks.lm_eval.registration import register_all, task_config_dir
-from aqua_tasks.lm_eval.run import (
+from aqua_tasks.lm_eval.task_folder import task_config_dir
+from aqua_tasks.lm_eval.user_tasks import check_user_task_yamls
+from eval_common.cli import RESUMES, command, fail
+from eval_plugins.lm_eval.cli_run import (
     check_run_settings,
     command_line_run,
     harness_refusal,
     report,
 )
-from aqua_tasks.lm_eval.user_tasks import check_user_task_yamls
-from eval_common.cli import RESUMES, command, fail
+from eval_plugins.lm_eval.compat import harness_cli, lm_eval_problem
+from eval_plugins.lm_eval.harness_errors import json_flag_problem
+from eval_plugins.lm_eval.registration import register_all
+from eval_plugins.names import LM_EVAL, targets
 
 PROG = "aqua-eval"
 # lm-eval 0.4.13's own audio model cannot run (broken registry name, transformers 5, CUDA only).
@@ -43,10 +45,8 @@ EPILOG = f"""examples:
 
 
 def model_names() -> list[str]:
-    """The lm-eval model names this package registers."""
-    from aqua_tasks.models.baselines import MODELS
-
-    return [*MODELS, "orca-replay"]
+    """The lm-eval model names this plugin registers (`eval_plugins.names`)."""
+    return list(targets(LM_EVAL, "models"))
 
 
 @command(PROG, on_interrupt=RESUMES)

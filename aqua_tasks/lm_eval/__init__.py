@@ -1,3 +1,4 @@
-"""The lm-evaluation-harness adapter: task class and YAML functions, results fix-up, registration,
-the command-line run, the start-up plugin. A leaf: only `cli/` and the start-up hook import it.
+"""The lm-evaluation-harness adapter: task class, task folder, results fix-up, user task files,
+the demo. lm-eval's public API only; registration, the start-up plugin and the command-line run
+are the plugin edge's (`eval_plugins.lm_eval`). Imported by `cli/` and the edge only.
 """

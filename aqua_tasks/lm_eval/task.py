@@ -35,10 +35,11 @@ def fix_results(task_dict: Mapping, results: dict, bootstrap_iters: int) -> dict
     """evaluate()'s last step: pooled all-tracks rows, stderrs, counts (`fix_aqua_results`).
 
     Every task aggregated with AQUA's aggregations must have its per-item values collected
-    by `orca_judge.lm_eval.compat` (after lm-eval gathered them from every rank); one that has
-    none stops the run rather than leaving lm-eval's averaged all-tracks row in place.
+    (`eval_common.evaluation`, filled by `eval_plugins.lm_eval.compat` after lm-eval gathered
+    them from every rank); one that has none stops the run rather than leaving lm-eval's
+    averaged all-tracks row in place.
     """
-    from orca_judge.lm_eval.compat import aggregated_values, built_tasks
+    from eval_common.evaluation import aggregated_values, built_tasks
 
     collected = aggregated_values()
     outcomes = {}
@@ -50,7 +51,7 @@ def fix_results(task_dict: Mapping, results: dict, bootstrap_iters: int) -> dict
         if name not in collected:
             raise UncollectedOutcomesError(
                 f"{name}: lm-eval's per-item values of this AQUA task never reached the results "
-                "step (orca_judge.lm_eval.compat did not wrap this lm-eval's per-task "
+                "step (eval_plugins.lm_eval.compat did not wrap this lm-eval's per-task "
                 "aggregation), so its all-tracks rows cannot be pooled"
             )
         by_filter = {

@@ -1,5 +1,6 @@
 """AQUA-Bench under lmms-eval 0.7.3: task YAMLs, their functions, and this package's models.
 
+lmms-eval's public API only (its start-up plugin and manifests are `eval_plugins.lmms_eval`).
 Nothing here is imported by the lm-eval side of the package: lmms-eval lives in its own
 environment (scripts/install-lmms-eval-env.sh).
 """

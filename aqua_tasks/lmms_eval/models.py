@@ -3,7 +3,7 @@
 Each class wraps one of the lm-eval model classes (loading, generation, reply journal and
 failure handling stay there, see `models.hf_audio_lm` and `models.baselines`) and turns
 lmms-eval's requests into the lm-eval requests those classes take. They are registered under
-lmms-eval's `lmms_eval.models` entry-point group (`aqua_tasks.lmms_eval.manifests`).
+lmms-eval's `lmms_eval.models` entry-point group (`eval_plugins.lmms_eval.manifests`).
 """
 
 from __future__ import annotations

@@ -4,26 +4,19 @@ lmms-eval spends ~15 s indexing every task folder before it builds a task or a m
 `AQUA_METADATA`, a missing data folder or a bad model argument of one of this package's
 models would only then fail. `check_cli_run` refuses them first, with the errors the task
 and the model classes raise themselves. `is_own_run` says whether a run is this package's
-(its tasks or models), whose failure must not end in lmms-eval's exit status 0.
+(its tasks or models), whose failure must not end in lmms-eval's exit status 0. Which models
+are ours, and the lm-eval class each wraps, the caller says (`eval_plugins.names`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from aqua_tasks.errors import AquaDataError
 from aqua_tasks.lmms_eval import include_path
 from aqua_tasks.lmms_eval.task import METADATA_ENV, METADATA_HELP, run_settings
-
-# lmms-eval's names of this package's models → the lm-eval class each wraps.
-MODEL_CLASSES = {
-    "aqua-audiolm": ("aqua_tasks.models.hf_audio_lm", "AudioLM"),
-    "aqua-replay": ("aqua_tasks.models.baselines", "ReplayLM"),
-    "aqua-always-reject": ("aqua_tasks.models.baselines", "AlwaysRejectLM"),
-    "aqua-first-option": ("aqua_tasks.models.baselines", "FirstOptionLM"),
-    "aqua-random": ("aqua_tasks.models.baselines", "RandomOptionLM"),
-}
 
 
 def shipped_tasks() -> frozenset[str]:
@@ -37,14 +30,17 @@ def selected_tasks(args: Any) -> list[str]:
     return [t.strip() for t in str(tasks).split(",") if t.strip()]
 
 
-def is_own_run(args: Any) -> bool:
-    """Whether the run uses one of this package's tasks or models."""
+def is_own_run(args: Any, own_models: Collection[str]) -> bool:
+    """Whether the run uses one of this package's tasks or models (`own_models`: their names)."""
     own_task = any(t in shipped_tasks() for t in selected_tasks(args))
-    return own_task or str(getattr(args, "model", "") or "") in MODEL_CLASSES
+    return own_task or str(getattr(args, "model", "") or "") in own_models
 
 
-def check_cli_run(args: Any) -> None:
-    """AquaDataError / ModelArgumentError for settings the run cannot use; no-op otherwise."""
+def check_cli_run(args: Any, model_class: type | None = None) -> None:
+    """AquaDataError / ModelArgumentError for settings the run cannot use; no-op otherwise.
+
+    `model_class`: the lm-eval class `--model` wraps when it is one of ours (None: not ours).
+    """
     if any(t in shipped_tasks() for t in selected_tasks(args)):
         settings = run_settings(None)  # the shipped YAMLs carry no data folder
         data_dir = Path(str(settings["data_dir"])).expanduser()
@@ -52,19 +48,14 @@ def check_cli_run(args: Any) -> None:
             raise AquaDataError(
                 f"{METADATA_ENV}: data_dir {str(data_dir)!r} is not a directory. {METADATA_HELP}"
             )
-    check_model_args(args)
+    if model_class is not None:
+        check_model_args(args, model_class)
 
 
-def check_model_args(args: Any) -> None:
-    """ModelArgumentError for a bad model argument of one of our models; loads no model."""
-    import importlib
-
+def check_model_args(args: Any, cls: type) -> None:
+    """ModelArgumentError for a bad model argument of `cls`, one of our models; loads no model."""
     from lm_eval.utils import simple_parse_args_string
 
-    where = MODEL_CLASSES.get(str(getattr(args, "model", "") or ""))
-    if where is None:
-        return
-    cls = getattr(importlib.import_module(where[0]), where[1])
     model_args = getattr(args, "model_args", None) or ""
     parsed = model_args if isinstance(model_args, dict) else simple_parse_args_string(model_args)
     harness = {name: getattr(args, name, None) for name in ("batch_size", "device")}

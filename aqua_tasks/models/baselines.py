@@ -1,4 +1,4 @@
-"""Baseline and replay models for AQUA tasks (registered by `aqua_tasks.lm_eval.registration`)."""
+"""Baseline and replay models for AQUA tasks (registered by name from `eval_plugins.names`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from lm_eval.api.model import LM
 from tqdm import tqdm
 
 from aqua_tasks.errors import ModelArgumentError
-from aqua_tasks.models.api.client import OpenAIAudioChatLM
-from aqua_tasks.models.hf_audio_lm import AudioLM
 from aqua_tasks.models.model_args import bounded_int, refuse_unknown
 from aqua_tasks.runs import read_run, require_aqua_items
 
@@ -168,13 +166,3 @@ class ReplayLM(AquaBaselineLM):
             "replay only what the saved run answered (the same --tasks and --limit) or give "
             "a run that holds every requested item"
         )
-
-
-MODELS: dict[str, type[LM]] = {
-    "aqua-replay": ReplayLM,
-    "aqua-always-reject": AlwaysRejectLM,
-    "aqua-random": RandomOptionLM,
-    "aqua-first-option": FirstOptionLM,
-    "aqua-audiolm": AudioLM,
-    "openai-audio-chat": OpenAIAudioChatLM,
-}

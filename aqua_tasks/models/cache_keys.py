@@ -3,16 +3,16 @@
 lm-eval 0.4.13 keys its response cache on a JSON dump of each request's arguments; its JSON
 fallback (`lm_eval.api.model._multimodal_cache_default`) knows bytes and images only, so an
 audio request (`{"audio": [LazyAudio | {"array": ndarray, ...}]}`) raises `TypeError` before
-anything runs. `install()` extends that fallback: a clip becomes the SHA-256 of its content
+anything runs. `audio_cache_default` extends that fallback (installed in its place by
+`eval_plugins.lm_eval.compat.patch_cache_keys`): a clip becomes the SHA-256 of its content
 (file bytes for a LazyAudio, samples and rate for an array), so the same clip gives the same
 key wherever it lives and a changed clip never reuses a stale reply. Everything else is left
-to lm-eval's own fallback.
+to lm-eval's own fallback. Pure: no harness is imported here.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -20,9 +20,6 @@ import numpy as np
 
 from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.core.manifest import sha256_file
-
-logger = logging.getLogger(__name__)
-_HOOK_NAME = "_multimodal_cache_default"
 
 
 def audio_cache_default(fallback: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -42,19 +39,3 @@ def audio_cache_default(fallback: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
     default.wrapped = fallback  # type: ignore[attr-defined]
     return default
-
-
-def install() -> bool:
-    """Make lm-eval's cache keys accept audio; True if its hook was found (idempotent)."""
-    from lm_eval.api import model as lm_model
-
-    current = getattr(lm_model, _HOOK_NAME, None)
-    if current is None:
-        logger.warning(
-            "lm-eval has no %s: --use_cache keys for audio requests are lm-eval's own",
-            _HOOK_NAME,
-        )
-        return False
-    if not hasattr(current, "wrapped"):
-        setattr(lm_model, _HOOK_NAME, audio_cache_default(current))
-    return True

@@ -29,7 +29,6 @@ from aqua_tasks.models.audio_prompts import (
     render_chat,
     request_clips,
 )
-from aqua_tasks.models.cache_keys import install as install_audio_cache_keys
 from aqua_tasks.models.data_parallel import Collective, launched_processes
 from aqua_tasks.models.hf_audio_lm_batching import (
     DEFAULT_MAX_GEN_TOKS,
@@ -477,11 +476,6 @@ class AudioLM(ArgsThroughArgObj, LM):
         # lm-eval asks before any request is run and writes the results file at the end:
         # handing over this very dict lets the throughput measured meanwhile reach the file.
         return {"aqua_audiolm": self.run_info}
-
-    def set_cache_hook(self, cache_hook: Any) -> None:
-        """lm-eval's --use_cache: make its keys accept audio, then keep its hook."""
-        install_audio_cache_keys()
-        super().set_cache_hook(cache_hook)
 
     def all_gather(self, tensor: Any) -> Any:
         """All ranks' tensors (lm-eval pads ranks to equal request counts with it)."""

@@ -1,7 +1,5 @@
-"""ORCA in lmms-eval: `metric: orca` in lmms-eval task YAMLs, and a model replaying answers.
+"""ORCA in lmms-eval: the model replaying saved answers (`replay`, `orca-replay`).
 
-Modules: `compat` (every lmms-eval version-specific shim), `metric` (the metric, its
-aggregation and the doc-aware wiring, reusing `orca_judge.lm_eval`'s harness-neutral
-settings, payloads, judge passes and per-item files), `models` (the entry-point manifests
-lmms-eval reads) and `replay` (the `orca-replay` model). Only this package imports lmms_eval.
+`metric: orca` in lmms-eval task YAMLs, the entry-point manifests lmms-eval reads and every
+lmms-eval internal relied on are the plugin edge's (`eval_plugins.lmms_eval`).
 """

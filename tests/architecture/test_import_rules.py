@@ -7,30 +7,31 @@ the module and the line that broke it.
 from __future__ import annotations
 
 import ast
+import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from harness_touches import defined_private_names, harness_method_names, touches
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("aqua_tasks", "orca_judge", "eval_common")
+PACKAGES = ("aqua_tasks", "orca_judge", "eval_common", "eval_plugins")
 HARNESSES = ("lm_eval", "lmms_eval")
-# Our adapter packages, one per harness and package: leaves of the import graph.
+# The plugin edge: one room per harness, shared by both packages, above them.
+EDGE = "eval_plugins"
+# Our adapter packages, one per harness and package, on the harnesses' public API only.
 ADAPTERS = tuple(
     f"{pkg}.{harness}" for pkg in ("aqua_tasks", "orca_judge") for harness in HARNESSES
 )
-# Harness internals only the compat modules may touch: private tables, patched functions.
-HARNESS_INTERNALS = (
-    "_metric_fn_list",
-    "_metric_fn_kwargs",
-    "_aggregation_list",
-    "_higher_is_better",
-    "_execute",
-    "TaskManager.__init__",
-    "evaluator.evaluate =",
-    "simple_evaluate =",
-    "make_table =",
-)
+COMMAND_LINES = ("aqua_tasks.cli", "orca_judge.cli")
+# Harness modules whose functions and methods a plugin might replace (read, not imported):
+# tasks, the task index, the evaluator, the CLI. Model classes are subclassed, not patched.
+HARNESS_SOURCES = {
+    "lm_eval": ("api/task.py", "evaluator.py", "evaluator_utils.py", "utils.py",
+                "tasks/manager.py", "__init__.py"),
+    "lmms_eval": ("api/task.py", "evaluator.py", "evaluator_utils.py", "tasks/__init__.py",
+                  "__main__.py"),
+}  # fmt: skip
 # Each package's one error family: every room of that package may raise and catch it.
 ERROR_MODULES = {
     "aqua_tasks": "aqua_tasks.errors",
@@ -184,7 +185,7 @@ ROOM_MAY_IMPORT = {
     "eval_common": set(),
 }
 ROOMS = sorted(
-    {*ROOM_MAY_IMPORT, *ADAPTERS, "aqua_tasks.cli", "orca_judge.cli", "aqua_tasks", "orca_judge"},
+    {*ROOM_MAY_IMPORT, *ADAPTERS, *COMMAND_LINES, EDGE, "aqua_tasks", "orca_judge"},
     key=len,
     reverse=True,
 )
@@ -215,14 +216,36 @@ def test_the_error_families_import_only_the_shared_root():
     assert bad == []
 
 
-def test_harness_adapters_are_leaves_imported_only_by_command_lines_and_each_other():
+def test_harness_adapters_are_imported_only_by_command_lines_and_the_plugin_edge():
     def rule(mod: str, imp: str) -> bool:
-        if not any(within(imp, adapter) for adapter in ADAPTERS):
+        adapter = next((a for a in ADAPTERS if within(imp, a)), None)
+        if adapter is None or within(mod, adapter):
             return False
-        allowed = (*ADAPTERS, "aqua_tasks.cli", "orca_judge.cli")
-        return not any(within(mod, place) for place in allowed)
+        return not any(within(mod, place) for place in (*COMMAND_LINES, EDGE))
 
     assert not violations(rule)
+
+
+def test_no_adapter_imports_another_adapter():
+    # Not the other package's, not the other harness's: what they share is the edge's.
+    def rule(mod: str, imp: str) -> bool:
+        own = next((a for a in ADAPTERS if within(mod, a)), None)
+        other = next((a for a in ADAPTERS if within(imp, a)), None)
+        return own is not None and other is not None and own != other
+
+    assert not violations(rule)
+
+
+def test_the_plugin_edge_is_a_layer_above_both_packages():
+    # Only the command-line modules (the top floor) import the edge; the edge imports no
+    # command line. The public surface names `register_all` lazily (aqua_tasks._EXPORTS).
+    def rule(mod: str, imp: str) -> bool:
+        if within(imp, EDGE):
+            return not (within(mod, EDGE) or any(within(mod, c) for c in COMMAND_LINES))
+        return within(mod, EDGE) and any(within(imp, c) for c in COMMAND_LINES)
+
+    assert not violations(rule)
+    assert any(within(imp, EDGE) for _, imp in imports_of(MODULES["aqua_tasks.cli.eval"]))
 
 
 def test_only_command_line_modules_parse_arguments():
@@ -233,17 +256,38 @@ def test_only_command_line_modules_parse_arguments():
     assert not violations(rule)
 
 
-def test_harness_internals_are_touched_only_in_compat_modules():
-    bad = []
-    for path in MODULES.values():
-        if path.name == "compat.py":
-            continue
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            code = line.split("#", 1)[0]
-            bad += [
-                f"{path.relative_to(REPO)}:{number}: {w}" for w in HARNESS_INTERNALS if w in code
-            ]
-    assert not bad
+def harness_methods() -> set[str]:
+    """Functions and methods of the installed harnesses' modules a plugin might replace."""
+    paths = []
+    for harness, names in HARNESS_SOURCES.items():
+        spec = importlib.util.find_spec(harness)
+        if spec is not None and spec.origin:
+            paths += [Path(spec.origin).parent / n for n in names]
+    return harness_method_names(p for p in paths if p.is_file())
+
+
+def test_harness_internals_are_touched_only_in_the_plugin_edge():
+    own = defined_private_names(path.read_text(encoding="utf-8") for path in MODULES.values())
+    methods = harness_methods()
+    bad = [
+        f"{path.relative_to(REPO)}:{line}"
+        for name, path in MODULES.items()
+        if not within(name, EDGE)
+        for line in touches(path.read_text(encoding="utf-8"), own, methods)
+    ]
+    assert bad == []
+
+
+def test_the_plugin_edge_is_where_the_harness_internals_are():
+    # Guards the rule above against going blind: it does see the edge's patches.
+    own = defined_private_names(path.read_text(encoding="utf-8") for path in MODULES.values())
+    seen = {
+        name: touches(path.read_text(encoding="utf-8"), own, harness_methods())
+        for name, path in MODULES.items()
+        if within(name, EDGE)
+    }
+    assert len(seen["eval_plugins.lm_eval.compat"]) > 20
+    assert seen["eval_plugins.lmms_eval.compat"] and seen["eval_plugins.orca_wiring"]
 
 
 @pytest.mark.parametrize(
@@ -302,5 +346,7 @@ def test_the_rules_see_every_room():
         "orca_judge.lm_eval",
         "orca_judge.lmms_eval",
         "orca_judge.cli",
+        "eval_plugins.lm_eval",
+        "eval_plugins.lmms_eval",
     } <= rooms
     assert len(MODULES) > 80

@@ -17,7 +17,7 @@ def test_every_package_folder_is_listed_and_every_listed_package_exists():
     mapped = setuptools["package-dir"]
     found = {
         ".".join(init.parent.relative_to(REPO).parts)
-        for root in ("aqua_tasks", "orca_judge", "eval_common")
+        for root in ("aqua_tasks", "orca_judge", "eval_common", "eval_plugins")
         for init in (REPO / root).rglob("__init__.py")
         if "__pycache__" not in init.parts
     }

@@ -28,7 +28,7 @@ def test_every_exported_name_is_defined_where_the_surface_says(package):
 def test_importing_the_packages_loads_no_heavy_library():
     # The start-up hook imports aqua_tasks at every Python start.
     code = (
-        "import sys, aqua_tasks, orca_judge, aqua_tasks.startup_hook\n"
+        "import sys, aqua_tasks, orca_judge, eval_plugins.startup_hook\n"
         "heavy = [m for m in ('numpy', 'torch', 'lm_eval', 'transformers') if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from aqua_tasks.startup_hook import ENV_SWITCH
+from eval_plugins.startup_hook import ENV_SWITCH
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent

@@ -26,7 +26,7 @@ from aqua_tasks.core.stats import binomial_stderr, bootstrap_ca_stderr
 from aqua_tasks.lm_eval.results import fix_aqua_results
 from aqua_tasks.reports.run_metrics import aqua_rows
 from aqua_tasks.reports.tables import paper_table
-from orca_judge.lm_eval import compat
+from eval_plugins.lm_eval import compat
 
 TASKS = ("aqua_animal", "aqua_music", "aqua_vocal")
 CLIPS = 360

@@ -11,6 +11,7 @@ import pytest
 
 from aqua_tasks.core.data import load_items
 from aqua_tasks.lm_eval.demo import demo_questions, run_demo, write_demo_data
+from eval_plugins.lm_eval.registration import register_all
 
 pytestmark = pytest.mark.slow
 
@@ -27,6 +28,7 @@ def test_demo_questions_follow_the_released_four_type_layout(tmp_path):
 
 
 def test_demo_scores_baselines_as_expected(tmp_path):
+    register_all()
     results = run_demo(tmp_path, clips_per_class=1)
     reject = results["aqua-always-reject"]
     for track in ("animal", "music", "vocal"):

@@ -62,8 +62,8 @@ def test_an_aqua_task_whose_values_were_not_collected_stops_the_results_step():
 
 
 def test_an_orca_aggregation_of_unlabelled_values_names_what_is_missing():
+    from eval_plugins.lm_eval.metric import orca_aggregate
     from orca_judge.errors import OrcaMetricError
-    from orca_judge.lm_eval.metric import orca_aggregate
     from orca_judge.metric.payloads import PAYLOAD_MARK
 
     with pytest.raises(OrcaMetricError, match="without their task and filter"):
@@ -73,7 +73,8 @@ def test_an_orca_aggregation_of_unlabelled_values_names_what_is_missing():
 def test_each_tasks_values_reach_its_aggregations_and_the_results_step(monkeypatch):
     from lm_eval import evaluator, evaluator_utils
 
-    from orca_judge.lm_eval import compat
+    from eval_common.evaluation import aggregated_values
+    from eval_plugins.lm_eval import compat
 
     values = [pack_outcome(0, ItemOutcome(0, "Solvable", True, True, False))]
     values.append(pack_outcome(1, ItemOutcome(1, "Solvable", False, True, False)))
@@ -83,7 +84,7 @@ def test_each_tasks_values_reach_its_aggregations_and_the_results_step(monkeypat
     def evaluate(lm, task_dict, bootstrap_iters=0):
         raw = {("acc", "none"): list(values), ("n_items", "none"): list(values)}
         figures, _ = evaluator_utils._compute_task_aggregations(task, raw, bootstrap_iters)
-        seen.append(compat.aggregated_values()["aqua_animal"][("acc", "none")])
+        seen.append(aggregated_values()["aqua_animal"][("acc", "none")])
         return {"results": {"aqua_animal": {"alias": "aqua_animal", **figures}}}
 
     monkeypatch.setattr(evaluator, "evaluate", evaluate)
@@ -96,4 +97,80 @@ def test_each_tasks_values_reach_its_aggregations_and_the_results_step(monkeypat
     assert (labelled.task, labelled.filter_key, list(labelled)) == ("aqua_animal", "none", values)
     row = results["results"]["aqua_animal"]
     assert row["acc,none"] == summarize(values)["acc"] == 0.5 and row["n_items,none"] == 2
-    assert compat.aggregated_values() == {}
+    assert aggregated_values() == {}
+
+
+def test_every_patch_runs_on_the_tested_version_only():
+    from eval_common.harness_versions import TESTED, installed_version
+    from eval_plugins.lm_eval import compat
+    from eval_plugins.seams import SEAMS
+
+    assert installed_version("lm-eval") == TESTED["lm-eval"] == "0.4.13"
+    lm_eval_seams = {name for name, seam in SEAMS.items() if seam.harness == "lm-eval"}
+    assert {
+        "eval_plugins.lm_eval.compat.patch_evaluate",
+        "eval_plugins.lm_eval.compat.patch_task_aggregations",
+        "eval_plugins.lm_eval.compat.index_task_folder",
+        "eval_plugins.lm_eval.compat.patch_cache_keys",
+        "eval_plugins.lm_eval.registration.quiet_custom_dataset_hint",
+    } <= lm_eval_seams
+    # Each seam is named in the compat module's list of what it patches.
+    doc = compat.__doc__ or ""
+    for name in lm_eval_seams:
+        if name.startswith("eval_plugins.lm_eval.compat."):
+            assert f"`{name.rpartition('.')[2]}`" in doc, name
+
+
+def test_an_untested_lm_eval_runs_without_a_skippable_patch_after_one_line(monkeypatch, caplog):
+    import logging
+
+    from eval_plugins.lm_eval import compat
+
+    monkeypatch.setattr("eval_plugins.seams.installed_version", lambda harness: "0.4.14")
+
+    class Manager:
+        def match_tasks(self, task_list):
+            return list(task_list)
+
+    with caplog.at_level(logging.WARNING, logger="eval_plugins.seams"):
+        compat.filter_task_matches(Manager, lambda patterns, matches, metadata: [])
+        compat.filter_task_matches(Manager, lambda patterns, matches, metadata: [])
+    assert Manager().match_tasks(["aqua_mmau"]) == ["aqua_mmau"]  # left unpatched
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line == (
+        "aqua-bench-eval: lm-eval 0.4.14 is not the version this package was tested with "
+        "(0.4.13): running without leaving unbuilt tracks out of --tasks globs "
+        "(pip install 'lm-eval==0.4.13')"
+    )
+
+
+def test_an_untested_lm_eval_is_refused_where_a_patch_cannot_be_left_out(monkeypatch):
+    from eval_plugins.lm_eval.registration import register_all
+
+    monkeypatch.setattr("eval_plugins.seams.installed_version", lambda harness: "0.4.14")
+    with pytest.raises(RuntimeError) as refused:
+        register_all()
+    assert str(refused.value) == (
+        "lm-eval 0.4.14 is not the version this package was tested with (0.4.13), and judge "
+        "sessions and AQUA's pooled all-tracks rows cannot be left out; "
+        "pip install 'lm-eval==0.4.13'"
+    )
+
+
+def test_the_start_up_hook_says_the_refusal_in_its_one_warning(monkeypatch, caplog):
+    import logging
+
+    from lm_eval import evaluator
+
+    from eval_plugins.startup_hook import LmEvalImportHook
+
+    monkeypatch.setattr("eval_plugins.seams.installed_version", lambda harness: "0.4.14")
+    hook = LmEvalImportHook()
+    hook.pending = {"lm_eval.evaluator": "on_evaluator"}
+    with caplog.at_level(logging.WARNING, logger="eval_plugins.startup_hook"):
+        hook.fire("lm_eval.evaluator", evaluator)
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "eval_plugins.startup_hook"]
+    assert "is off for this run: lm-eval 0.4.14 is not the version this package was tested" in (
+        warning
+    )
+    assert "pip install 'lm-eval==0.4.13'" in warning

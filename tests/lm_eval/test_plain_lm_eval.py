@@ -1,6 +1,6 @@
 """Plain `lm_eval` with the package installed: AQUA tasks, our models and a bare `metric: orca`.
 
-The start-up hook (`aqua_tasks.startup_hook`, installed as a `.pth` file) is checked in real
+The start-up hook (`eval_plugins.startup_hook`, installed as a `.pth` file) is checked in real
 processes: the editable install of this environment and a wheel installed into a throwaway
 environment and removed again.
 """
@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from orca_fixtures import tiny_trained_checkpoint, write_jsonl
 
-from aqua_tasks.lm_eval.registration import task_config_dir, with_task_folder
-from aqua_tasks.startup_hook import ENV_SWITCH, TRIGGERS, LmEvalImportHook, enabled
+from aqua_tasks.lm_eval.task_folder import task_config_dir, with_task_folder
+from eval_plugins.startup_hook import ENV_SWITCH, TRIGGERS, LmEvalImportHook, enabled
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -209,7 +209,7 @@ def test_a_failing_hook_warns_once_and_never_breaks_the_import(tmp_path, monkeyp
     hook.pending = {"hook_probe_a": "no_such_action", "hook_probe_b": "no_such_action"}
     sys.meta_path.insert(0, hook)
     try:
-        with caplog.at_level(logging.WARNING, logger="aqua_tasks.startup_hook"):
+        with caplog.at_level(logging.WARNING, logger="eval_plugins.startup_hook"):
             import hook_probe_a  # noqa: F401  (the import under test)
             import hook_probe_b
     finally:
@@ -226,10 +226,10 @@ WHEEL_PROBE = """
 import json, sys, aqua_tasks, lm_eval.evaluator
 from lm_eval.api.registry import get_model, metric_registry
 from lm_eval.tasks import TaskManager
-from aqua_tasks.models.baselines import MODELS
+from eval_plugins.names import LM_EVAL, load, targets
 print(json.dumps({
     "package": aqua_tasks.__file__,
-    "ours": all(get_model(name) is cls for name, cls in MODELS.items())
+    "ours": all(get_model(name) is load(t) for name, t in targets(LM_EVAL, "models").items())
         and get_model("orca-replay").__name__ == "OrcaReplayLM" and "orca" in metric_registry,
     "lm_eval_own": [get_model("dummy").__name__, get_model("hf").__name__],
     "patched": hasattr(TaskManager.__init__, "_indexes_aqua_tasks"),
@@ -246,14 +246,14 @@ def test_unsupported_lm_eval_version_is_a_no_op_with_one_warning(monkeypatch, ca
     import lm_eval
     from lm_eval.tasks import manager
 
-    from aqua_tasks.lm_eval import plugin as lm_eval_plugin
+    from eval_plugins.lm_eval import plugin as lm_eval_plugin
 
     called = []
     monkeypatch.setattr(lm_eval, "__version__", "0.5.0")
     for action in TRIGGERS.values():
         monkeypatch.setattr(lm_eval_plugin, action, called.append)
     hook = LmEvalImportHook()
-    with caplog.at_level(logging.WARNING, logger="aqua_tasks.startup_hook"):
+    with caplog.at_level(logging.WARNING, logger="eval_plugins.startup_hook"):
         for name in TRIGGERS:
             hook.fire(name, manager)
     assert called == [] and not hook.pending
@@ -268,7 +268,14 @@ def _copy_project(target: Path) -> Path:
     target.mkdir()
     for name in ("pyproject.toml", "setup.py", "setup.cfg", "README.md"):
         shutil.copy2(REPO / name, target / name)
-    for name in ("aqua_tasks", "orca_judge", "eval_common", "task_configs", "lmms_task_configs"):
+    for name in (
+        "aqua_tasks",
+        "orca_judge",
+        "eval_common",
+        "eval_plugins",
+        "task_configs",
+        "lmms_task_configs",
+    ):
         shutil.copytree(REPO / name, target / name, ignore=shutil.ignore_patterns("__pycache__"))
     return target
 
@@ -282,11 +289,11 @@ def test_wheel_install_carries_the_hook_and_uninstall_removes_it(tmp_path):
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         assert archive.read(HOOK_FILE).decode() == (
-            "import aqua_tasks.startup_hook as hook; hook.install()\n"
+            "import eval_plugins.startup_hook as hook; hook.install()\n"
         )
         record = next(n for n in names if n.endswith(".dist-info/RECORD"))
         assert HOOK_FILE in archive.read(record).decode()
-    assert "aqua_tasks/startup_hook.py" in names
+    assert "eval_plugins/startup_hook.py" in names
     # lmms-eval's task YAMLs ship beside lm-eval's, in a folder lm-eval does not index.
     assert {
         "aqua_tasks/lmms_task_configs/_aqua_base",
@@ -308,7 +315,9 @@ def test_wheel_install_carries_the_hook_and_uninstall_removes_it(tmp_path):
     assert installed.returncode == 0, installed.stderr[-3000:]
     assert (site / HOOK_FILE).is_file()
 
-    probe = run(python, "-c", WHEEL_PROBE)
+    # -P: not this checkout's folder first on sys.path (the hook no longer imports aqua_tasks
+    # at start-up, so the working folder's copy would be the one found).
+    probe = run(python, "-P", "-c", WHEEL_PROBE)
     assert probe.returncode == 0, probe.stderr[-3000:]
     found = json.loads(probe.stdout.splitlines()[-1])
     assert Path(found["package"]).is_relative_to(venv)

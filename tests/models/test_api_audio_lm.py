@@ -35,7 +35,8 @@ CRASH_SCRIPT = """
 import json, sys
 import lm_eval
 from lm_eval.tasks import TaskManager
-from aqua_tasks.lm_eval.registration import register_all, task_config_dir
+from aqua_tasks.lm_eval.task_folder import task_config_dir
+from eval_plugins.lm_eval.registration import register_all
 register_all()
 lm_eval.simple_evaluate(
     model="openai-audio-chat", model_args=sys.argv[1], tasks=sys.argv[2].split(","),

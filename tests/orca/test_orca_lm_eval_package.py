@@ -18,11 +18,11 @@ PACKAGE_MODULES = (
     "orca_judge.metric.settings",
     "orca_judge.metric.payloads",
     "orca_judge.metric.judge_pass",
-    "orca_judge.lm_eval.metric",
+    "eval_plugins.lm_eval.metric",
     "orca_judge.metric.per_item",
-    "orca_judge.lm_eval.wiring",
+    "eval_plugins.orca_wiring",
     "orca_judge.lm_eval.human",
-    "orca_judge.lm_eval.compat",
+    "eval_plugins.lm_eval.compat",
 )
 MUTABLE = (dict, list, set, OrderedDict, deque, bytearray)
 
@@ -69,8 +69,7 @@ def test_no_module_level_mutable_state(name):
 def test_entry_points_and_task_config_name_the_new_package():
     project = (REPO / "pyproject.toml").read_text()
     targets = {
-        "orca_judge.lm_eval.metric:orca",
-        "orca_judge.lm_eval.metric:orca_aggregate",
+        "eval_plugins.lm_eval.metric:orca",
         "orca_judge.lm_eval.human:OrcaReplayLM",
     }
     named = {
@@ -78,8 +77,7 @@ def test_entry_points_and_task_config_name_the_new_package():
         for line in project.splitlines()
         if line.startswith(("orca = ", "orca-replay = "))
     }
-    # lmms-eval's model entry point (a manifest, importable only with lmms-eval installed).
-    assert named - {"orca_judge.lmms_eval.models:ORCA_REPLAY"} == targets
+    assert named == targets
     assert "orca_judge.lm_eval_" not in project.replace("orca_judge.lm_eval_samples", "")
     for target in targets:
         module, _, attr = target.partition(":")
@@ -93,7 +91,7 @@ def test_compat_names_the_lm_eval_versions_of_the_one_gate():
     from importlib.metadata import version
 
     from eval_common.harness_versions import supported_range, unsupported_version
-    from orca_judge.lm_eval import compat
+    from eval_plugins.lm_eval import compat
 
     assert unsupported_version("lm-eval", version("lm-eval")) is None
     assert "0.4.13" in inspect.getdoc(compat) and supported_range("lm-eval") in inspect.getdoc(
@@ -137,7 +135,8 @@ def test_two_evaluations_in_one_process_load_and_judge_separately(tmp_path, monk
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    from aqua_tasks.lm_eval.registration import register_all, task_config_dir
+    from aqua_tasks.lm_eval.task_folder import task_config_dir
+    from eval_plugins.lm_eval.registration import register_all
     from orca_judge.judge import OrcaJudge
     from orca_judge.metric import judge_pass
 

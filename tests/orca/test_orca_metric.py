@@ -86,7 +86,7 @@ def work(tmp_path_factory) -> dict:
     for folder, name, metric in (
         ("tasks", "tiny_qa", "orca"),
         ("tasks", "tiny_qa_copy", "orca"),
-        ("plain", "tiny_qa_plain", "!function orca_judge.lm_eval.metric.orca"),
+        ("plain", "tiny_qa_plain", "!function eval_plugins.lm_eval.metric.orca"),
     ):
         (root / folder).mkdir(exist_ok=True)
         text = THIRD_PARTY_YAML.format(name=name, data=qa, metric=metric, checkpoint=judge)

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import datasets
 import pytest
 
+from eval_plugins.orca_wiring import check_question_field, question_rule
 from orca_judge.errors import OrcaMetricError
-from orca_judge.lm_eval.wiring import check_question_field, question_rule
 from orca_judge.metric.payloads import judge_inputs, needs_prompt, question_of
 from orca_judge.metric.settings import OrcaMetricSettings
 

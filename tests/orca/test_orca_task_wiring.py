@@ -1,6 +1,6 @@
 """The harness-neutral task wiring reads task metadata in both harnesses' forms."""
 
-from orca_judge.lm_eval.task_wiring import metadata_settings, with_record
+from eval_plugins.orca_wiring import metadata_settings, with_record
 
 
 def test_metadata_as_a_mapping_or_an_lmms_eval_list_of_mappings():

@@ -1,11 +1,12 @@
 """`metric: orca` for lmms-eval: one batched judge pass per (task, filter), judge checked early.
 
 The judge itself, its settings, the payloads a doc hands it, the batched pass and the
-per-item files are `orca_judge.lm_eval`'s harness-neutral modules; this module only tells
-lmms-eval about them. `install()` (called by the start-up hook when lmms_eval.evaluator is
-imported) registers the metric and, at the start of each evaluate() — after tasks are built,
-before any request — checks every task's orca entry, loads its judge, and makes the task's
-`process_results` hand the judge the doc.
+per-item files are `orca_judge.metric`'s harness-neutral modules, wired into a built task by
+`eval_plugins.orca_wiring` as under lm-eval; this module only tells lmms-eval about them.
+`install()` (called by the start-up hook when lmms_eval.evaluator is imported) registers the
+metric and, at the start of each evaluate() — after tasks are built, before any request —
+checks every task's orca entry, loads its judge, and makes the task's `process_results` hand
+the judge the doc.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-from orca_judge.lm_eval.compat import built_tasks
-from orca_judge.lm_eval.task_wiring import wire
-from orca_judge.lmms_eval import compat
+from eval_common.evaluation import built_tasks
+from eval_plugins.lmms_eval import compat
+from eval_plugins.orca_wiring import wire
 from orca_judge.metric.aggregate import aggregate, doc_less_payloads
 from orca_judge.metric.judge_pass import JudgeSession, active_session
 from orca_judge.metric.settings import LMMS_EVAL_METADATA_HINT, OrcaMetricSettings

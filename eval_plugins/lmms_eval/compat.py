@@ -1,31 +1,41 @@
-"""Every place ORCA relies on lmms-eval internals, for the versions listed below.
+"""Every place this plugin relies on lmms-eval internals: one module, one gate.
 
 lmms-eval 0.7.3 resolves a `metric_list` entry through its own registries
 (`lmms_eval.api.registry.METRIC_REGISTRY`, and for an entry without `aggregation:` the
 default aggregation registered under the metric's name), calls an aggregation with nothing
-but the collected values, and has no hook between building tasks and generation. ORCA gets
-what it needs here:
+but the collected values, has no hook between building tasks and generation and none for a
+plugin's task selection. Both packages get what they need here; each patch is a seam
+(`eval_plugins.seams`): in full on the tested version only, skipped with one line on another
+release where lmms-eval runs correctly without it, refused with one line where it does not.
 
-- `register`: `orca` in lmms-eval's metric, aggregation and higher-is-better registries;
-- `patch_evaluate`: wraps `lmms_eval.evaluator.evaluate` (which `simple_evaluate` looks up at
-  call time, after building tasks and applying --predict_only) so each evaluation runs in its
-  own judge session, after a step that sees the built tasks before any request is built;
-- `patch_simple_evaluate`: per-item judge files go where the `EvaluationTracker` writes samples;
-- `patch_task_output`: `TaskOutput.calculate_aggregate_metric` aggregates its
+- `register` (required): `orca` in lmms-eval's metric, aggregation and higher-is-better
+  registries;
+- `patch_evaluate` (required): wraps `lmms_eval.evaluator.evaluate` (which `simple_evaluate`
+  looks up at call time, after building tasks and applying --predict_only) so each evaluation
+  runs in its own judge session, after a step that sees the built tasks before any request;
+- `patch_simple_evaluate` (required): per-item judge files go where the `EvaluationTracker`
+  writes samples;
+- `patch_task_output` (required): `TaskOutput.calculate_aggregate_metric` aggregates its
   `sample_metrics` ({(metric, filter): values}) of the task named `task_name`; the wrapper
   hands the values on as `SitedValues` labelled with both, which is all an aggregation sees;
-- `patch_cli`: wraps `lmms_eval.__main__.cli_evaluate_single(args)`, which `cli_evaluate`
-  calls once per run inside an `except Exception` that prints a traceback and exits 0: a
-  caller's checks run first (before lmms-eval's task indexing), a misconfigured judge or a
-  caller's bad-input error ends the run with one line (exit 2), and any other failure of a
-  run that used `metric: orca` (or that the caller owns) ends with its traceback and exit 1.
+- `patch_cli` (required): wraps `lmms_eval.__main__.cli_evaluate_single(args)`, which
+  `cli_evaluate` calls once per run inside an `except Exception` that prints a traceback and
+  exits 0: a caller's checks run first (before lmms-eval's task indexing), a misconfigured
+  judge or a caller's bad-input error ends the run with one line (exit 2), and any other
+  failure of a run that used `metric: orca` (or that the caller owns) ends with its traceback
+  and exit 1;
+- `filter_task_matches` (skippable): wraps `lmms_eval.tasks.TaskManager.match_tasks(self,
+  task_list)`, which `lmms_eval.__main__.cli_evaluate` calls once with the `--tasks` entries to
+  expand their globs. Its signature is that of lm-eval 0.4.13's method of the same name, so
+  the wrapper of `eval_plugins.lm_eval.compat` serves both; lmms-eval's TaskManager has no
+  `metadata` (the run settings are `AQUA_METADATA`), so `choose` gets None for it.
 
 The built task itself has lm-eval's layout (`_metric_fn_list`, `_aggregation_list`, ...), so
-`orca_judge.lm_eval.compat.predict_only` / `take_over_metric` / `built_tasks` serve both.
+`eval_plugins.lm_eval.compat.predict_only` / `take_over_metric` serve both.
 
 Which versions: `eval_common.harness_versions`, the one scripts/install-lmms-eval-env.sh
-installs (`lmms-eval==0.7.3`); the start-up hook applies these patches only on it. A new
-lmms-eval version is supported by changing this module and that gate only.
+installs (`lmms-eval==0.7.3`). A new lmms-eval version is supported by changing this module
+and that gate only.
 """
 
 from __future__ import annotations
@@ -38,8 +48,11 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
+from eval_common.evaluation import tracker_output_folder
+from eval_common.harness_versions import installed_version
+from eval_plugins.lm_eval.compat import ChooseMatches, wrap_match_tasks
+from eval_plugins.seams import seam
 from orca_judge.errors import OrcaMetricError
-from orca_judge.lm_eval.compat import tracker_output_folder
 from orca_judge.metric.aggregate import SitedValues
 from orca_judge.metric.judge_pass import (
     JudgeSession,
@@ -50,6 +63,7 @@ from orca_judge.metric.judge_pass import (
 )
 from orca_judge.metric.settings import METRIC
 
+HARNESS = "lmms-eval"
 # Attribute of our wrappers, so that patching twice is a no-op.
 PATCH_MARK = "_orca_lmms_patched"
 # The output types whose replies orca judges (multi-round and agentic replies are lists).
@@ -62,14 +76,10 @@ _ORCA_RUNS: list[bool] = []
 
 def lmms_eval_version() -> str | None:
     """The installed lmms-eval version (None when its metadata cannot be read)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("lmms_eval")
-    except PackageNotFoundError:
-        return None
+    return installed_version(HARNESS)
 
 
+@seam(HARNESS, "metric orca", required=True)
 def register(metric: Callable, aggregation: Callable) -> None:
     """`orca` in lmms-eval's registries (after lmms-eval's own metrics); idempotent."""
     import lmms_eval.api.metrics  # noqa: F401  (registers lmms-eval's own aggregations first)
@@ -90,6 +100,7 @@ def register(metric: Callable, aggregation: Callable) -> None:
     registry.METRIC_AGGREGATION_REGISTRY[METRIC] = aggregation
 
 
+@seam(HARNESS, "judge sessions, and judges checked before generation", required=True)
 def patch_evaluate(evaluator: ModuleType, prepare: Prepare) -> None:
     """Run each lmms-eval evaluate() in a fresh judge session, after `prepare(task_dict)`."""
     current = evaluator.evaluate
@@ -112,6 +123,7 @@ def patch_evaluate(evaluator: ModuleType, prepare: Prepare) -> None:
     evaluator.evaluate = evaluate
 
 
+@seam(HARNESS, "per-item judge files beside the samples", required=True)
 def patch_simple_evaluate(evaluator: ModuleType) -> None:
     """Per-item judge results go beside the samples of simple_evaluate's EvaluationTracker."""
     current = evaluator.simple_evaluate
@@ -133,6 +145,7 @@ def patch_simple_evaluate(evaluator: ModuleType) -> None:
     evaluator.simple_evaluate = simple_evaluate
 
 
+@seam(HARNESS, "the task and filter of every aggregation's values", required=True)
 def patch_task_output() -> None:
     """Hand every aggregation its values as SitedValues, labelled with their task and filter.
 
@@ -158,6 +171,7 @@ def patch_task_output() -> None:
     TaskOutput.calculate_aggregate_metric = calculate_aggregate_metric
 
 
+@seam(HARNESS, "a failed run's non-zero exit status", required=True)
 def patch_cli(
     main: ModuleType,
     errors: tuple[type[BaseException], ...] = (),
@@ -196,3 +210,9 @@ def patch_cli(
 
     setattr(cli_evaluate_single, PATCH_MARK, True)
     main.cli_evaluate_single = cli_evaluate_single
+
+
+@seam(HARNESS, "leaving unbuilt tracks out of --tasks globs", required=False)
+def filter_task_matches(task_manager_cls: type, choose: ChooseMatches) -> None:
+    """lmms-eval's `TaskManager.match_tasks` keeps only what `choose` keeps; idempotent."""
+    wrap_match_tasks(task_manager_cls, choose)

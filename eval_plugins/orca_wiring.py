@@ -1,14 +1,14 @@
 """Wiring one built task for the doc-aware `metric: orca`, shared by lm-eval and lmms-eval.
 
 Both harnesses build a `ConfigurableTask` with the same layout (config.metric_list, the
-private metric tables `orca_judge.lm_eval.compat` edits, a bound
+private metric tables `eval_plugins.lm_eval.compat` edits, a bound
 `process_results(doc, results, ...)`). `wire` reads the task's orca entry, loads the judge
-(failing before any generation), and wraps `process_results` so that each doc's value
-carries the judge's inputs — question, reference, rationale, transcript, reply — to the
-aggregation, which has no task handle (the compat modules label its values with their task
-and filter). The wrapper is pure (it reads the doc and the reply
-and returns a new dict): lmms-eval calls it from several threads and may call it again.
-Nothing here imports a harness.
+(failing before any generation), and replaces the built task's `process_results` so that
+each doc's value carries the judge's inputs — question, reference, rationale, transcript,
+reply — to the aggregation, which has no task handle (the compat modules label its values
+with their task and filter). The wrapper is pure (it reads the doc and the reply and returns
+a new dict): lmms-eval calls it from several threads and may call it again. Nothing here
+imports a harness; it sets attributes of the harness's built task, so it lives in the edge.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
+from eval_plugins.lm_eval import compat
 from orca_judge.errors import OrcaMetricError
-from orca_judge.lm_eval import compat
 from orca_judge.metric.judge_pass import JudgeSession, active_session
 from orca_judge.metric.payloads import (
     DEFAULT_QUESTION_FIELD,

@@ -1,10 +1,11 @@
-"""What plain `lm_eval` gets from this package, applied by the start-up hook as lm-eval imports.
+"""What plain `lm_eval` gets from both packages, applied by the start-up hook as lm-eval imports.
 
-`aqua_tasks.startup_hook` calls one function per lm-eval module, right after that module has
+`eval_plugins.startup_hook` calls one function per lm-eval module, right after that module has
 executed: the TaskManager also indexes our task folder, the evaluator comes with our models
-and `metric: orca` registered (after lm-eval's own), and the command-line run adds what
-`aqua-eval` adds. Only on the lm-eval versions `eval_common.harness_versions` supports; every
-patch itself is made in a compat module (`aqua_tasks.lm_eval.compat`, `orca_judge.lm_eval.compat`).
+and `metric: orca` registered (after lm-eval's own), the command-line run adds what
+`aqua-eval` adds, and `--use_cache` keys accept audio. Only on the lm-eval versions
+`eval_common.harness_versions` supports; every patch itself is a seam of
+`eval_plugins.lm_eval.compat`, made in full on the tested version only.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from __future__ import annotations
 import sys
 from types import ModuleType
 
-PACKAGES = ("aqua_tasks", "orca_judge")
+PACKAGES = ("aqua_tasks", "orca_judge", "eval_plugins")
 
 
 def unsupported_version() -> str | None:
     """Why the installed lm-eval cannot be extended (None: a supported version)."""
-    from aqua_tasks.lm_eval.compat import lm_eval_problem
+    from eval_plugins.lm_eval.compat import lm_eval_problem
 
     return lm_eval_problem()
 
@@ -25,15 +26,16 @@ def unsupported_version() -> str | None:
 def on_task_manager(module: ModuleType) -> None:
     """lm_eval.tasks.manager imported: every TaskManager also indexes the AQUA task folder,
     and its glob matches leave out a built track whose file data_dir lacks."""
-    from aqua_tasks.lm_eval.compat import index_task_folder
-    from aqua_tasks.lm_eval.registration import install_task_matching, with_task_folder
+    from aqua_tasks.lm_eval.task_folder import with_task_folder
+    from eval_plugins.lm_eval.compat import index_task_folder
+    from eval_plugins.lm_eval.registration import install_task_matching
 
     index_task_folder(module.TaskManager, with_task_folder)
     install_task_matching(module.TaskManager)
 
 
 def own_import_underway() -> bool:
-    """Whether a module of this package is still executing (and imported lm-eval itself)."""
+    """Whether a module of ours is still executing (and imported lm-eval itself)."""
     # importlib marks a module's spec while its code runs.
     return any(
         name.partition(".")[0] in PACKAGES
@@ -44,8 +46,8 @@ def own_import_underway() -> bool:
 
 def on_evaluator(module: ModuleType) -> None:
     """lm_eval.evaluator imported: register our models (after lm-eval's own) and metric orca."""
-    from aqua_tasks.lm_eval.compat import before_first_simple_evaluate
-    from aqua_tasks.lm_eval.registration import register_all
+    from eval_plugins.lm_eval.compat import before_first_simple_evaluate
+    from eval_plugins.lm_eval.registration import register_all
 
     if own_import_underway():
         # e.g. aqua-eval's register_all() importing the metric, which imports the evaluator:
@@ -56,11 +58,18 @@ def on_evaluator(module: ModuleType) -> None:
     register_all()
 
 
+def on_model(module: ModuleType) -> None:
+    """lm_eval.api.model imported: `--use_cache` keys accept audio (CachingLM, any caller)."""
+    from eval_plugins.lm_eval.compat import patch_cache_keys
+
+    patch_cache_keys()
+
+
 def on_cli_run(module: ModuleType) -> None:
     """lm_eval._cli.run imported: `lm_eval run` gets aqua-eval's checks, judge output and table."""
-    from aqua_tasks.lm_eval.compat import report_invalid_json
-    from aqua_tasks.lm_eval.harness_errors import json_flag_problem
-    from aqua_tasks.lm_eval.run import extend_run_command
+    from eval_plugins.lm_eval.cli_run import extend_run_command
+    from eval_plugins.lm_eval.compat import report_invalid_json
+    from eval_plugins.lm_eval.harness_errors import json_flag_problem
 
     extend_run_command(module.Run)
     report_invalid_json(sys.modules["lm_eval._cli.utils"], json_flag_problem)

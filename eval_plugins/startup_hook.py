@@ -3,12 +3,13 @@ plain `lmms-eval` sees `metric: orca`.
 
 Neither harness discovers metric plugins. The package installs a `.pth` file that calls
 `install()` at every Python start; `install()` only puts a finder on `sys.meta_path` that
-answers for three lm-eval and two lmms-eval modules and passes on every other import. When
-those modules finish importing, it hands them to `aqua_tasks.lm_eval.plugin` (task folder
-indexed, models and metric registered, the CLI run extended) or `aqua_tasks.lmms_eval.plugin`
-(metric registered, judge checked before generation). A process that imports neither pays
-for this module and one dictionary lookup per import. Standard library only, and nothing
-here may raise: any failure ends in one warning and the harness as it is.
+answers for four lm-eval and two lmms-eval modules and passes on every other import. When
+those modules finish importing, it hands them to `eval_plugins.lm_eval.plugin` (task folder
+indexed, models and metric registered, the CLI run extended, audio cache keys) or
+`eval_plugins.lmms_eval.plugin` (metric registered, judge checked before generation). A
+process that imports neither pays for this module and one dictionary lookup per import.
+Standard library only, and nothing here may raise: any failure ends in one warning and the
+harness as it is.
 """
 
 from __future__ import annotations
@@ -21,18 +22,19 @@ import sys
 # Set to 0 / false / off / no to switch the hook off (plain lm-eval and lmms-eval, untouched).
 ENV_SWITCH = "AQUA_LM_EVAL_HOOK"
 OFF_VALUES = frozenset({"0", "false", "off", "no"})
-# lm-eval module -> function of aqua_tasks.lm_eval.plugin called once it has imported.
+# lm-eval module -> function of eval_plugins.lm_eval.plugin called once it has imported.
 TRIGGERS = {
+    "lm_eval.api.model": "on_model",
     "lm_eval.tasks.manager": "on_task_manager",
     "lm_eval.evaluator": "on_evaluator",
     "lm_eval._cli.run": "on_cli_run",
 }
-# lmms-eval module -> function of aqua_tasks.lmms_eval.plugin called once it has imported.
+# lmms-eval module -> function of eval_plugins.lmms_eval.plugin called once it has imported.
 LMMS_TRIGGERS = {
     "lmms_eval.evaluator": "on_evaluator",
     "lmms_eval.__main__": "on_cli",
 }
-PLUGINS = {"lm-eval": "aqua_tasks.lm_eval.plugin", "lmms-eval": "aqua_tasks.lmms_eval.plugin"}
+PLUGINS = {"lm-eval": "eval_plugins.lm_eval.plugin", "lmms-eval": "eval_plugins.lmms_eval.plugin"}
 
 
 def harness_of(fullname: str) -> str:
@@ -100,6 +102,11 @@ class LmEvalImportHook:
                 self.fail(problem, harness)
                 return
             getattr(plugin, action)(module)
+        except RuntimeError as err:
+            # A refusal of the version gate (eval_plugins.seams): its one line, as it is.
+            self.fail(
+                str(err) if type(err) is RuntimeError else f"{action} failed ({err!r})", harness
+            )
         except Exception as err:
             self.fail(f"{action} failed ({err!r})", harness)
 

@@ -72,7 +72,7 @@ def missing_tasks_message(
 
 def skipped_task_files(folders: Iterable[str | Path]) -> list[str]:
     """`file line N: reason` for each YAML under `folders` that lm-eval's indexer cannot load."""
-    from aqua_tasks.lm_eval.compat import load_task_yaml
+    from eval_plugins.lm_eval.compat import load_task_yaml
 
     found = []
     for folder in folders:

@@ -1,4 +1,4 @@
-"""What an lm-eval command-line run gets from this package, under `aqua-eval` or plain `lm_eval`.
+"""What an lm-eval command-line run gets from both packages, under `aqua-eval` or plain `lm_eval`.
 
 - `--metadata` of an AQUA run checked before lm-eval spends time indexing and loading;
 - each evaluation in a judge session whose per-item files go beside lm-eval's samples;
@@ -45,8 +45,8 @@ def command_line_run() -> Iterator[CliRun]:
         return
     from lm_eval import evaluator
 
-    from aqua_tasks.lm_eval.compat import returning_simple_evaluate
-    from orca_judge.lm_eval.compat import tracker_output_folder
+    from eval_common.evaluation import tracker_output_folder
+    from eval_plugins.lm_eval.compat import returning_simple_evaluate
     from orca_judge.metric.judge_pass import JudgeSession, session_scope
 
     record = CliRun()
@@ -93,9 +93,9 @@ def user_errors() -> tuple[type[Exception], ...]:
 
 def harness_refusal(error: Exception, args: Any) -> str | None:
     """The one line for an error that is the user's to fix (ours or lm-eval's), else None."""
-    from aqua_tasks.lm_eval.compat import known_task_names
-    from aqua_tasks.lm_eval.harness_errors import missing_tasks_message
-    from aqua_tasks.lm_eval.registration import task_config_dir
+    from aqua_tasks.lm_eval.task_folder import task_config_dir
+    from eval_plugins.lm_eval.compat import known_task_names
+    from eval_plugins.lm_eval.harness_errors import missing_tasks_message
 
     if isinstance(error, user_errors()):
         return str(error)
@@ -104,7 +104,7 @@ def harness_refusal(error: Exception, args: Any) -> str | None:
         folders = [include] if isinstance(include, str) else list(include)
         ours = str(task_config_dir())
         return missing_tasks_message(
-            error, known_task_names(), [f for f in folders if str(f) != ours]
+            error, known_task_names() or [], [f for f in folders if str(f) != ours]
         )
     return None
 
@@ -123,12 +123,15 @@ def check_run_settings(args: Any) -> None:
 
 def check_model_args(args: Any) -> None:
     """ModelArgumentError for a bad model argument of one of our models; loads no model."""
-    from aqua_tasks.models.baselines import MODELS
+    from eval_plugins.names import LM_EVAL, load, names_of, targets
 
-    cls = MODELS.get(str(getattr(args, "model", "") or ""))
+    name = str(getattr(args, "model", "") or "")
     model_args = getattr(args, "model_args", None)
-    if cls is None or not isinstance(model_args or {}, dict):
+    if name not in names_of(LM_EVAL, "models", "aqua_tasks") or not isinstance(
+        model_args or {}, dict
+    ):
         return  # lm-eval's own models check their own arguments
+    cls = load(targets(LM_EVAL, "models")[name])
     harness = {
         name: getattr(args, name, None) for name in ("batch_size", "max_batch_size", "device")
     }
@@ -150,7 +153,7 @@ def report(record: CliRun, prog: str) -> int:
 
 def extend_run_command(run_cls: type, prog: str = "lm_eval") -> None:
     """Wrap lm-eval's `run` command with what this module adds; idempotent."""
-    from aqua_tasks.lm_eval.compat import patch_run_command
+    from eval_plugins.lm_eval.compat import patch_run_command
 
     def around(execute: Callable[[Any], None], args: Any) -> None:
         if _ACTIVE.get() is not None:  # aqua-eval: it checks, collects and reports itself

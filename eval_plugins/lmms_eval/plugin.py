@@ -1,11 +1,12 @@
-"""What plain `lmms-eval` gets from this package, applied by the start-up hook as lmms-eval imports.
+"""What plain `lmms-eval` gets from both packages, applied by the start-up hook as it imports.
 
-`aqua_tasks.startup_hook` calls one function per lmms-eval module, right after that module
+`eval_plugins.startup_hook` calls one function per lmms-eval module, right after that module
 has executed: the evaluator comes with `metric: orca` registered and its judge checked before
 generation, and the command-line run turns bad input to our tasks, models or judge into a
 one-line error with exit status 2, and leaves a built track whose file `data_dir` lacks out of
 a `--tasks` glob (one line), as under lm-eval.
-Only on the lmms-eval version `eval_common.harness_versions` supports (0.7.3).
+Only on the lmms-eval version `eval_common.harness_versions` supports (0.7.3); every patch is a
+seam of `eval_plugins.lmms_eval.compat`.
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ from types import ModuleType
 def unsupported_version() -> str | None:
     """Why the installed lmms-eval cannot be extended (None: the supported version)."""
     from eval_common.harness_versions import unsupported_version as problem
-    from orca_judge.lmms_eval.compat import lmms_eval_version
+    from eval_plugins.lmms_eval.compat import lmms_eval_version
 
     return problem("lmms-eval", lmms_eval_version())
 
 
 def on_evaluator(module: ModuleType) -> None:
     """lmms_eval.evaluator imported: metric orca registered, judges checked before generation."""
-    from orca_judge.lmms_eval.metric import install
+    from eval_plugins.lmms_eval.metric import install
 
     install(module)
 
@@ -35,12 +36,20 @@ def on_cli(module: ModuleType) -> None:
     checked before lmms-eval indexes its tasks); any other failure of a run with our tasks,
     models or metric orca exits 1."""
     from aqua_tasks.errors import AquaDataError, AudioFileError, ModelArgumentError
-    from aqua_tasks.lmms_eval.compat import filter_task_matches
     from aqua_tasks.lmms_eval.run_checks import check_cli_run, is_own_run
     from aqua_tasks.lmms_eval.task import choose_task_matches
+    from eval_plugins.lmms_eval.compat import filter_task_matches, patch_cli
+    from eval_plugins.names import LM_EVAL, LMMS_EVAL, load, names_of, targets
     from orca_judge.errors import CheckpointError
-    from orca_judge.lmms_eval.compat import patch_cli
+
+    # AQUA's lmms-eval models carry the names of the lm-eval classes they wrap.
+    ours = names_of(LMMS_EVAL, "models", "aqua_tasks")
+    classes = targets(LM_EVAL, "models")
+
+    def check(args: object) -> None:
+        name = str(getattr(args, "model", "") or "")
+        check_cli_run(args, load(classes[name]) if name in ours else None)
 
     errors = (AquaDataError, AudioFileError, CheckpointError, ModelArgumentError)
-    patch_cli(module, errors, check=check_cli_run, owns=is_own_run)
+    patch_cli(module, errors, check=check, owns=lambda args: is_own_run(args, ours))
     filter_task_matches(module.TaskManager, choose_task_matches)

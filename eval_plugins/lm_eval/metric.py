@@ -5,16 +5,29 @@ doc's value. The per-doc function therefore only records what the judge should r
 payload); the aggregation scores all payloads of a task and filter in one batched pass of
 the evaluation's judge session, and every companion figure (disagreement, agreement with
 human ratings) is read from that pass.
+
+The doc-aware form: lm-eval 0.4.13 gives a registered metric only the reference and the
+reply, and drops the entry's settings when a task has its own `process_results`. Once tasks
+are built, their configs still hold every `metric_list` entry, so `prepare_tasks` (run at the
+start of each evaluation once `install()` has been called, as `register_all()` does) reads
+the orca entry from there, loads the judge (failing before any generation), and makes
+`process_results` hand the judge the doc (`eval_plugins.orca_wiring`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from orca_judge.lm_eval import compat
+from eval_common.evaluation import built_tasks
+from eval_plugins.lm_eval import compat
+from eval_plugins.orca_wiring import orca_entries as entries_of
+from eval_plugins.orca_wiring import wire
 from orca_judge.metric.aggregate import aggregate, doc_less_payloads
-from orca_judge.metric.settings import METRIC
+from orca_judge.metric.judge_pass import JudgeSession, active_session
+from orca_judge.metric.settings import METRIC, OrcaMetricSettings
+
+FORM = "doc-aware (lm_eval with this package installed, aqua-eval, register_all)"
 
 
 def orca(references: Sequence[Any], predictions: Sequence[Any], **entry: Any) -> dict:
@@ -50,7 +63,29 @@ def register() -> None:
     compat.patch_evaluate()
 
 
-# `metric: !function orca_judge.lm_eval.metric.orca` imports this module while lm-eval builds
+def orca_entries(task: Any) -> list[Mapping[str, Any]]:
+    """The task's `metric_list` entries that ask for the orca metric (by name or function)."""
+    return entries_of(task, (orca,))
+
+
+def wire_task(task: Any, session: JudgeSession | None = None) -> OrcaMetricSettings | None:
+    """Validate the task's orca entry, load its judge into the session, feed the judge the doc."""
+    return wire(task, session, aggregation=orca_aggregate, form=FORM, functions=(orca,))
+
+
+def prepare_tasks(task_dict: Mapping[str, Any]) -> list[OrcaMetricSettings]:
+    """Wire every task that uses orca; raises OrcaMetricError before any request is built."""
+    session = active_session() or JudgeSession()
+    return [s for t in built_tasks(task_dict) if (s := wire_task(t, session)) is not None]
+
+
+def install() -> None:
+    """Register the metric and run `prepare_tasks` at the start of each lm-eval evaluate()."""
+    register()
+    compat.patch_evaluate(prepare_tasks)
+
+
+# `metric: !function eval_plugins.lm_eval.metric.orca` imports this module while lm-eval builds
 # the task, just before it looks up the aggregation registered under the metric's name (and
 # before it calls evaluate(), which then runs in a judge session of its own).
 register()

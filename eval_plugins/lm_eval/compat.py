@@ -1,0 +1,448 @@
+"""Every place this plugin relies on lm-evaluation-harness internals: one module, one gate.
+
+lm-eval has no hook for a plugin's task folder, for its command-line run, for the results its
+CLI computes, for the start of an evaluation or for the task and filter of an aggregation's
+values; this module gets them from internals of lm-eval 0.4.13, for both packages (AQUA's
+tasks and models, ORCA's metric). Each patch is a seam (`eval_plugins.seams`): applied on the
+tested version only, skipped with one line on another release where lm-eval runs correctly
+without it, refused with one line where it does not. `required` below says which.
+
+Task folder and `--tasks` (skippable):
+- `index_task_folder`: wraps `TaskManager.__init__(self, verbosity, include_path,
+  include_defaults, metadata)` (those parameters, in that order) so that every TaskManager
+  also indexes the AQUA task folder, and records the last one built (`known_task_names`);
+- `filter_task_matches`: wraps `TaskManager.match_tasks(self, task_list)`, which lm-eval's
+  CLI calls once per `--tasks` entry, and reads the TaskManager's `metadata` (`--metadata`);
+- `known_task_names`: the `all_tasks` of the last TaskManager built, for "did you mean";
+- `load_task_yaml`: `lm_eval.tasks._yaml_loader.load_yaml(path, resolve_func=False,
+  recursive=True)`, the call lm-eval's task indexer makes (it skips a file it raises on).
+
+Command line:
+- `patch_run_command` (skippable): wraps the static `Run._execute(args)` of `lm_eval._cli.run`;
+- `returning_simple_evaluate` (required): lm-eval's CLI calls `lm_eval.simple_evaluate`,
+  resolved through the package's lazy `__getattr__`, and drops its results; an attribute of
+  the package shadows it for the duration of a run;
+- `before_first_simple_evaluate` (required): `lm_eval.evaluator.simple_evaluate`, looked up at
+  call time, runs a step first;
+- `harness_cli` (required): `HarnessCLI` of `lm_eval._cli`; its argparse parser is the private
+  `_parser`, its subcommands' parsers the `choices` of its private `_subparsers`;
+- `report_invalid_json` (skippable): wraps `lm_eval._cli.utils.MergeDictAction.__call__`, which
+  raises a bare ValueError for a `--metadata` / `--model_args` value that is broken JSON.
+
+Evaluation (required):
+- `patch_evaluate`: wraps `lm_eval.evaluator.evaluate` (which `simple_evaluate` looks up at
+  call time) so each evaluation runs in its own judge session, after an optional step that sees
+  the built tasks before any request is made, followed by an optional step that fixes up the
+  results dict before lm-eval prints and saves it;
+- `patch_task_aggregations`: wraps `lm_eval.evaluator_utils._compute_task_aggregations(task,
+  raw_metrics, bootstrap_iters)` (looked up at call time by `_collect_results`), where the task
+  and its {(metric, filter): values} meet: each aggregation gets its values as `SitedValues`
+  naming task and filter, and `eval_common.evaluation` keeps them for the results step;
+- `predict_only`, `take_over_metric`: the private per-task tables `_metric_fn_list`,
+  `_metric_fn_kwargs`, `_aggregation_list` and `_higher_is_better`.
+
+Output (skippable):
+- `patch_make_table`: `lm_eval.utils.make_table` (looked up at call time by the CLI) builds its
+  Markdown with pytablewriter, which re-formats a column of numbers to one precision;
+- `patch_cache_keys`: `lm_eval.api.model._multimodal_cache_default`, the JSON fallback of
+  `--use_cache` keys, knows bytes and images only; audio becomes a digest of its content.
+
+Which versions: `eval_common.harness_versions` (the range pyproject.toml requires,
+`lm-eval>=0.4.13,<0.5`; every seam in full on 0.4.13 only). A new lm-eval version is supported
+by changing this module and that gate only.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from types import ModuleType
+from typing import Any, NamedTuple
+
+from eval_common.cli import fail
+from eval_common.evaluation import collecting, record
+from eval_common.harness_versions import unsupported_version
+from eval_plugins.seams import seam
+from orca_judge.metric.aggregate import SitedValues
+from orca_judge.metric.judge_pass import evaluate_task_dict, judged_evaluation
+
+HARNESS = "lm-eval"
+# Attributes of our wrappers, so that patching twice is a no-op.
+_INDEXES_AQUA = "_indexes_aqua_tasks"
+_FILTERS_MATCHES = "_filters_aqua_matches"
+_EXTENDED = "_aqua_extended"
+_REPORTS_JSON = "_aqua_reports_json"
+PATCH_MARK = "_orca_prepare"
+TABLE_MARK = "_aqua_as_formatted"
+# lm-eval's name for the metric table entry of --predict_only runs.
+PREDICT_ONLY_METRIC = "bypass"
+# evaluate()'s default of the argument that also switches stderr computation off (0).
+DEFAULT_BOOTSTRAP_ITERS = 100000
+# Positions of make_table's Value and Stderr columns.
+FORMATTED_COLUMNS = (6, 8)
+CACHE_DEFAULT = "_multimodal_cache_default"
+# The last TaskManager built: its task names are the "did you mean" candidates.
+_LAST_TASK_MANAGER: ContextVar[weakref.ref | None] = ContextVar("last_task_manager", default=None)
+
+IncludePath = Callable[[Any, bool], Any]
+# choose(patterns, matches, metadata): the matches to keep.
+ChooseMatches = Callable[[list[str], list[str], Any], list[str]]
+# around(execute, args): runs lm-eval's `run` command (execute(args)) with what it adds.
+Around = Callable[[Callable[[Any], None], Any], None]
+Prepare = Callable[[Mapping[str, Any]], object]
+# finish(task_dict, results, bootstrap_iters) -> the results dict lm-eval prints and saves.
+Finish = Callable[[Mapping[str, Any], dict, int], dict]
+
+
+def lm_eval_problem() -> str | None:
+    """Why the installed lm-eval cannot be extended at all (None: a version in the range)."""
+    import lm_eval
+
+    return unsupported_version(HARNESS, getattr(lm_eval, "__version__", None))
+
+
+# --- task folder and --tasks ---------------------------------------------------------------
+
+
+@seam(HARNESS, "the AQUA tasks in every TaskManager (pass --include_path)", required=False)
+def index_task_folder(task_manager_cls: type, folders: IncludePath) -> None:
+    """Every TaskManager indexes `folders(include_path, include_defaults)`; idempotent."""
+    init = task_manager_cls.__init__
+    if getattr(init, _INDEXES_AQUA, False):
+        return
+
+    @functools.wraps(init)
+    def __init__(
+        self: Any,
+        verbosity: str | None = None,
+        include_path: Any = None,
+        include_defaults: bool = True,
+        metadata: dict | None = None,
+    ) -> None:
+        init(self, verbosity, folders(include_path, include_defaults), include_defaults, metadata)
+        _LAST_TASK_MANAGER.set(weakref.ref(self))
+
+    setattr(__init__, _INDEXES_AQUA, True)
+    task_manager_cls.__init__ = __init__
+
+
+def wrap_match_tasks(task_manager_cls: type, choose: ChooseMatches) -> None:
+    """`match_tasks(self, task_list)` keeps only what `choose` keeps of its matches; idempotent.
+
+    lmms-eval 0.7.3's TaskManager has the same method (`eval_plugins.lmms_eval.compat`).
+    """
+    match = task_manager_cls.match_tasks
+    if getattr(match, _FILTERS_MATCHES, False):
+        return
+
+    @functools.wraps(match)
+    def match_tasks(self: Any, task_list: list[str]) -> list[str]:
+        matches = match(self, task_list)
+        return choose(list(task_list), matches, getattr(self, "metadata", None))
+
+    setattr(match_tasks, _FILTERS_MATCHES, True)
+    task_manager_cls.match_tasks = match_tasks
+
+
+@seam(HARNESS, "leaving unbuilt tracks out of --tasks globs", required=False)
+def filter_task_matches(task_manager_cls: type, choose: ChooseMatches) -> None:
+    """`TaskManager.match_tasks` keeps only what `choose` keeps of its matches; idempotent."""
+    wrap_match_tasks(task_manager_cls, choose)
+
+
+@seam(HARNESS, "'did you mean' task hints", required=False)
+def known_task_names() -> list[str]:
+    """The task names the last TaskManager built knows ([] before any)."""
+    ref = _LAST_TASK_MANAGER.get()
+    manager = ref() if ref is not None else None
+    return list(getattr(manager, "all_tasks", None) or [])
+
+
+@seam(HARNESS, "naming the task files lm-eval skipped", required=False)
+def load_task_yaml(path: Any) -> Any:
+    """A task YAML read as lm-eval's indexer reads it; raises what makes the indexer skip it."""
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    return load_yaml(path, resolve_func=False, recursive=True)
+
+
+# --- command line --------------------------------------------------------------------------
+
+
+@seam(HARNESS, "aqua-eval's checks, judge files and table under plain lm_eval", required=False)
+def patch_run_command(run_cls: type, around: Around) -> None:
+    """lm-eval's `run` command runs inside `around(execute, args)`; idempotent."""
+    execute: Callable[[Any], None] = run_cls._execute
+    if getattr(execute, _EXTENDED, False):
+        return
+
+    @functools.wraps(execute)
+    def _execute(args: Any) -> None:
+        around(execute, args)
+
+    setattr(_execute, _EXTENDED, True)
+    run_cls._execute = staticmethod(_execute)
+
+
+@seam(HARNESS, "the results of lm-eval's command line (judge failures, table)", required=True)
+@contextmanager
+def returning_simple_evaluate(replacement: Callable[..., Any]) -> Iterator[None]:
+    """Within: lm-eval's CLI calls `replacement` where it calls `lm_eval.simple_evaluate`."""
+    import lm_eval
+
+    lm_eval.simple_evaluate = replacement
+    try:
+        yield
+    finally:
+        del lm_eval.simple_evaluate
+
+
+@seam(HARNESS, "registering our models and metric before the first evaluation", required=True)
+def before_first_simple_evaluate(evaluator: ModuleType, step: Callable[[], object]) -> None:
+    """Run `step()` at the start of the evaluator's first simple_evaluate()."""
+    original = evaluator.simple_evaluate
+
+    @functools.wraps(original)
+    def simple_evaluate(*args: Any, **kwargs: Any) -> Any:
+        evaluator.simple_evaluate = original
+        step()
+        return original(*args, **kwargs)
+
+    evaluator.simple_evaluate = simple_evaluate
+
+
+@seam(HARNESS, "lm-eval's command line inside aqua-eval", required=True)
+def harness_cli(prog: str, description: str, epilog: str) -> Any:
+    """lm-eval's command-line parser, presented as `prog` with `description` and `epilog`.
+
+    lm-eval's own epilogs are its quick start (`lm-eval run … --tasks hellaswag`): they are
+    replaced by `epilog` on the command and on its `run` subcommand, and every subcommand is
+    shown under `prog`.
+    """
+    from lm_eval._cli import HarnessCLI
+
+    parser = HarnessCLI()
+    parser._parser.prog = prog
+    parser._parser.description = description
+    parser._parser.epilog = epilog
+    for name, sub in parser._subparsers.choices.items():
+        sub.prog = f"{prog} {name}"
+        sub.usage = None if sub.usage is None else sub.usage.replace("lm-eval", prog, 1)
+        sub.epilog = epilog if name == "run" else None
+    return parser
+
+
+@seam(HARNESS, "one-line errors for broken JSON flags", required=False)
+def report_invalid_json(
+    utils_module: ModuleType, problem: Callable[[list[str]], str | None]
+) -> None:
+    """lm-eval's dict flags print `problem([flag, value])` and exit 2 on broken JSON; idempotent."""
+    action_cls = utils_module.MergeDictAction
+    call = action_cls.__call__
+    if getattr(call, _REPORTS_JSON, False):
+        return
+
+    @functools.wraps(call)
+    def __call__(self: Any, parser: Any, namespace: Any, values: Any, option_string: Any = None):
+        try:
+            return call(self, parser, namespace, values, option_string)
+        except ValueError as error:
+            first = values[0] if isinstance(values, list | tuple) and values else values
+            line = problem([str(option_string or self.dest), str(first)]) or str(error)
+            # The name the user typed (lm_eval, lm-eval or aqua-eval), as every other error says.
+            prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "lm_eval"
+            raise SystemExit(fail(prog, line)) from None
+
+    setattr(__call__, _REPORTS_JSON, True)
+    action_cls.__call__ = __call__
+
+
+# --- evaluation ----------------------------------------------------------------------------
+
+
+class EvaluateHooks(NamedTuple):
+    """The steps our evaluate() wrapper runs before and after lm-eval's evaluate()."""
+
+    prepare: Prepare | None
+    finish: Finish | None
+
+
+@seam(HARNESS, "judge sessions and AQUA's pooled all-tracks rows", required=True)
+def patch_evaluate(prepare: Prepare | None = None, finish: Finish | None = None) -> None:
+    """Run each lm-eval evaluate() in a fresh judge session, between `prepare` and `finish`.
+
+    `prepare(task_dict)` runs before any request is built; `finish(task_dict, results,
+    bootstrap_iters)` returns the results dict evaluate() hands back. Idempotent; a hook
+    given replaces the installed one of its kind, a hook not given keeps it.
+    """
+    from lm_eval import evaluator
+
+    current = evaluator.evaluate
+    if hasattr(current, PATCH_MARK):
+        installed = getattr(current, PATCH_MARK)
+        hooks = EvaluateHooks(prepare or installed.prepare, finish or installed.finish)
+        if hooks == installed:
+            return
+        current = current.__wrapped__
+    else:
+        hooks = EvaluateHooks(prepare, finish)
+
+    @functools.wraps(current)
+    def evaluate(*args: Any, **kwargs: Any) -> Any:
+        task_dict = evaluate_task_dict(args, kwargs)
+        with collecting():
+            with judged_evaluation(hooks.prepare, task_dict):
+                results = current(*args, **kwargs)
+            if hooks.finish is None or results is None:  # None: not rank 0
+                return results
+            return hooks.finish(task_dict, results, _bootstrap_iters(current, args, kwargs))
+
+    setattr(evaluate, PATCH_MARK, hooks)
+    evaluator.evaluate = evaluate
+    patch_task_aggregations()
+
+
+def _bootstrap_iters(function: Callable, args: tuple, kwargs: Mapping[str, Any]) -> int:
+    bound = inspect.signature(function).bind_partial(*args, **kwargs).arguments
+    value = bound.get("bootstrap_iters", DEFAULT_BOOTSTRAP_ITERS)
+    return int(value) if value else 0
+
+
+@seam(HARNESS, "the task and filter of every aggregation's values", required=True)
+def patch_task_aggregations() -> None:
+    """Hand every aggregation its values as SitedValues (task and filter), and collect them.
+
+    lm-eval's `_compute_task_aggregations(task, raw_metrics, bootstrap_iters)` (looked up at
+    call time by `_collect_results`) gets each task's {(metric, filter): values} after lm-eval
+    gathered them from every rank. Idempotent.
+    """
+    from lm_eval import evaluator_utils
+
+    current = evaluator_utils._compute_task_aggregations
+    if hasattr(current, PATCH_MARK):
+        return
+
+    @functools.wraps(current)
+    def compute_task_aggregations(task: Any, raw_metrics: Mapping, *args: Any, **kwargs: Any):
+        name = str(task.task_name)
+        sited = {
+            key: SitedValues(values, task=name, filter_key=key[1])
+            for key, values in raw_metrics.items()
+        }
+        record(name, sited)
+        return current(task, sited, *args, **kwargs)
+
+    setattr(compute_task_aggregations, PATCH_MARK, True)
+    evaluator_utils._compute_task_aggregations = compute_task_aggregations
+
+
+def predict_only(task: Any) -> bool:
+    """Whether the harness runs this task with --predict_only (no metrics computed).
+
+    lmms-eval 0.7.3 builds its tasks with the same private tables: this serves both.
+    """
+    return PREDICT_ONLY_METRIC in task._metric_fn_list
+
+
+def take_over_metric(
+    task: Any,
+    metric: str,
+    aggregations: Mapping[str, Callable[[list], float]],
+    higher_is_better: Mapping[str, bool],
+) -> None:
+    """Drop the task's own call of `metric` and aggregate the given figures our way."""
+    # The harness would otherwise call the doc-less metric function as well.
+    task._metric_fn_list.pop(metric, None)
+    task._metric_fn_kwargs.pop(metric, None)
+    for figure, aggregation in aggregations.items():
+        task._aggregation_list[figure] = aggregation
+        task._higher_is_better[figure] = higher_is_better[figure]
+
+
+# --- output --------------------------------------------------------------------------------
+
+
+def _as_formatted(writer_class: type) -> type:
+    """A pytablewriter writer class that prints the Value and Stderr cells as given."""
+    from pytablewriter.style import Style
+    from typepy import String
+
+    class AsFormatted(writer_class):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            width = max(FORMATTED_COLUMNS) + 1
+            self.type_hints = [String if i in FORMATTED_COLUMNS else None for i in range(width)]
+            self.column_styles = [
+                Style(align="right") if i in FORMATTED_COLUMNS else Style() for i in range(width)
+            ]
+
+    return AsFormatted
+
+
+@seam(HARNESS, "counts printed as integers in lm-eval's table", required=False)
+def patch_make_table() -> None:
+    """lm-eval's printed results table shows counts as integers, not as `1440.0000`.
+
+    make_table already formats floats to 4 decimals and stderrs itself; pytablewriter then
+    re-formats the whole column as numbers of one precision. The wrapper has it print the
+    cells as make_table formatted them. Idempotent.
+    """
+    from lm_eval import utils
+
+    current = utils.make_table
+    if hasattr(current, TABLE_MARK):
+        return
+
+    @functools.wraps(current)
+    def make_table(*args: Any, **kwargs: Any) -> str:
+        import pytablewriter
+
+        original = pytablewriter.MarkdownTableWriter
+        pytablewriter.MarkdownTableWriter = _as_formatted(original)
+        try:
+            return current(*args, **kwargs)
+        finally:
+            pytablewriter.MarkdownTableWriter = original
+
+    setattr(make_table, TABLE_MARK, True)
+    utils.make_table = make_table
+
+
+@seam(HARNESS, "--use_cache keys for audio requests", required=False)
+def patch_cache_keys() -> bool:
+    """Make lm-eval's cache keys accept audio; True if its hook was found (idempotent)."""
+    import logging
+
+    from lm_eval.api import model as lm_model
+
+    current = getattr(lm_model, CACHE_DEFAULT, None)
+    if current is None:
+        logging.getLogger(__name__).warning(
+            "lm-eval has no %s: --use_cache keys for audio requests are lm-eval's own",
+            CACHE_DEFAULT,
+        )
+        return False
+    if hasattr(current, "wrapped"):
+        return True
+
+    def audio_default(obj: Any) -> Any:
+        # Imported on the first key made: numpy and the audio reader stay out of lm-eval's start.
+        from aqua_tasks.models.cache_keys import audio_cache_default
+
+        return audio_cache_default(current)(obj)
+
+    audio_default.wrapped = current  # type: ignore[attr-defined]
+    setattr(lm_model, CACHE_DEFAULT, audio_default)
+    return True
+
+
+def fill_registries() -> None:
+    """Import lm-eval's own models and metrics: its registries fill lazily only while empty."""
+    import lm_eval.api.metrics
+    import lm_eval.models  # noqa: F401

@@ -1,0 +1,110 @@
+"""Register both packages with lm-eval, idempotently, without hiding lm-eval's own models.
+
+The models are registered lazily from `eval_plugins.names` (lm-eval's registry takes a
+"module:Class" target and imports it on first use). Where the installed lm-eval reads our
+`lm_eval.models` / `lm_eval.metrics` entry points itself, it has registered those names
+already (as entry points), and they are left as they are.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib.metadata import EntryPoint
+from typing import Any
+
+from eval_plugins.seams import seam
+
+# lm-eval tells every custom_dataset task how to pass --metadata, even when it was passed.
+CUSTOM_DATASET_HINT = "Custom kwargs can be passed to `--metadata`"
+
+
+class _QuietCustomDatasetHint(logging.Filter):
+    """Drops lm-eval's --metadata hint for our own tasks, which always read --metadata."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (CUSTOM_DATASET_HINT in message and message.startswith(("aqua", "orca")))
+
+
+_HINT_FILTER = _QuietCustomDatasetHint()
+
+
+@seam("lm-eval", "dropping lm-eval's --metadata hint for our tasks", required=False)
+def quiet_custom_dataset_hint() -> None:
+    """lm-eval's task logger drops its `--metadata` hint for our tasks (it matches the text)."""
+    task_logger = logging.getLogger("lm_eval.api.task")
+    if _HINT_FILTER not in task_logger.filters:
+        task_logger.addFilter(_HINT_FILTER)
+
+
+def install_task_matching(task_manager_cls: type) -> None:
+    """lm-eval's TaskManager leaves unbuilt built tracks out of glob matches; idempotent."""
+    from aqua_tasks.lm_eval.task_folder import choose_task_matches
+    from eval_plugins.lm_eval.compat import filter_task_matches
+
+    filter_task_matches(task_manager_cls, choose_task_matches)
+
+
+def same_target(current: Any, target: str) -> bool:
+    """Whether a registry entry is `target` already: the string, its class, or an entry point."""
+    if isinstance(current, EntryPoint):
+        return current.value.replace(" ", "") == target
+    if isinstance(current, str):
+        return current.replace(" ", "") == target
+    return f"{getattr(current, '__module__', '')}:{getattr(current, '__qualname__', '')}" == target
+
+
+def register_models() -> list[str]:
+    """Register every lm-eval model of the name table lazily; returns the names registered now.
+
+    A name lm-eval already holds for the same target (registered before, or read from our
+    entry points by an lm-eval that reads them) is left as it is; one held for another target
+    makes lm-eval's registry raise, naming both.
+    """
+    from lm_eval.api.registry import model_registry
+
+    from eval_plugins.names import LM_EVAL, targets
+
+    held = dict(model_registry.items())  # placeholders stay unloaded
+    added = []
+    for name, target in targets(LM_EVAL, "models").items():
+        if name in held and same_target(held[name], target):
+            continue
+        model_registry.register(name, target=target)
+        added.append(name)
+    return added
+
+
+def register_all() -> None:
+    """Register the AQUA and ORCA models and metric `orca`; safe to call any number of times.
+
+    Raises RuntimeError on an lm-eval version outside the supported range, or on an untested
+    one where a required patch cannot be left out (see `eval_plugins.seams`).
+    """
+    from lm_eval.tasks import TaskManager
+
+    from aqua_tasks.lm_eval.task import fix_results
+    from eval_plugins.lm_eval.compat import (
+        fill_registries,
+        lm_eval_problem,
+        patch_cache_keys,
+        patch_evaluate,
+        patch_make_table,
+    )
+    from eval_plugins.lm_eval.metric import install
+
+    problem = lm_eval_problem()
+    if problem:
+        raise RuntimeError(problem)
+    # lm-eval fills its model registry lazily only while it is empty: import its own models
+    # first, or registering ours would hide `hf`, `vllm`, `dummy`, ...
+    fill_registries()
+    install_task_matching(TaskManager)
+    register_models()
+    # Metric `orca`, and its settings checked and judge loaded before any generation.
+    install()
+    # Pooled all-tracks rows, standard errors and counts in the results lm-eval prints and saves.
+    patch_evaluate(finish=fix_results)
+    patch_make_table()
+    patch_cache_keys()
+    quiet_custom_dataset_hint()
