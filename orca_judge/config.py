@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_common.cli import number_problem
+from eval_common.inputs import read_json
 from eval_common.outputs import write_text
 
 LIKELIHOODS = ("multinomial", "beta", "bernoulli")
@@ -219,4 +220,5 @@ class OrcaConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> OrcaConfig:
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """Read a config saved by `save` (UTF-8 JSON)."""
+        return cls.from_dict(read_json(path))

@@ -14,7 +14,6 @@ The later in-place updates (`update_config`, `update_metrics`) are each an atomi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from eval_common.inputs import read_text
+from eval_common.inputs import read_json
 from eval_common.outputs import check_output_folder
 from orca_judge.checkpoint.atomic import atomic_dir, atomic_write_json, atomic_write_text, json_text
 from orca_judge.checkpoint.contents import (
@@ -105,7 +104,7 @@ def write_checkpoint(
             "pooling": pooling,
             "backbone": {"id": config.backbone, "fingerprint": backbone_fingerprint},
         }
-        (tmp / CONFIG_FILE).write_text(json_text(meta))
+        (tmp / CONFIG_FILE).write_text(json_text(meta), encoding="utf-8")
         # Tensors serialised in memory, written as plain files: a full disk is an OSError.
         (tmp / HEAD_FILE).write_bytes(
             save({k: v.detach().cpu().contiguous() for k, v in head.items()})
@@ -118,8 +117,9 @@ def write_checkpoint(
             )
         tokenizer.save_pretrained(tmp / TOKENIZER_DIR)
         metrics = metrics or {}
-        (tmp / METRICS_FILE).write_text(json_text(metrics))
-        (tmp / CARD_FILE).write_text(model_card(config, backbone_fingerprint, pooling, metrics))
+        (tmp / METRICS_FILE).write_text(json_text(metrics), encoding="utf-8")
+        card = model_card(config, backbone_fingerprint, pooling, metrics)
+        (tmp / CARD_FILE).write_text(card, encoding="utf-8")
     return Path(target)
 
 
@@ -186,10 +186,13 @@ def save_model(
 def _native_meta(root: Path) -> dict[str, Any]:
     if not (root / CONFIG_FILE).exists():
         raise CheckpointError(f"{root}: missing {CONFIG_FILE} (only native checkpoints update)")
-    try:
-        return json.loads((root / CONFIG_FILE).read_text())
-    except json.JSONDecodeError as err:
-        raise CheckpointError(f"{root / CONFIG_FILE}: unreadable ({err})") from None
+    return read_json(root / CONFIG_FILE, CheckpointError)
+
+
+def _read_metrics(root: Path) -> dict[str, Any]:
+    """A checkpoint's recorded metrics; {} when it has no metrics.json."""
+    path = root / METRICS_FILE
+    return read_json(path, CheckpointError) if path.exists() else {}
 
 
 def update_config(target: str | Path, **changes: Any) -> OrcaConfig:
@@ -199,8 +202,7 @@ def update_config(target: str | Path, **changes: Any) -> OrcaConfig:
     config = OrcaConfig.from_dict(meta["config"]).replace(**changes)
     meta["config"] = config.to_dict()
     atomic_write_json(root / CONFIG_FILE, meta)
-    metrics_path = root / METRICS_FILE
-    _refresh_card(root, meta, json.loads(metrics_path.read_text()) if metrics_path.exists() else {})
+    _refresh_card(root, meta, _read_metrics(root))
     return config
 
 
@@ -211,7 +213,7 @@ def update_metrics(
     root = Path(target)
     meta = _native_meta(root)
     path = root / METRICS_FILE
-    current = json.loads(path.read_text()) if path.exists() and not replace else {}
+    current = _read_metrics(root) if not replace else {}
     metrics = {**current, **entries}
     atomic_write_json(path, metrics)
     _refresh_card(root, meta, metrics)
@@ -228,11 +230,10 @@ def _refresh_card(root: Path, meta: dict[str, Any], metrics: Mapping[str, Any]) 
 
 def read_native(root: Path, backbone: str | None) -> CheckpointContents:
     """Read a native checkpoint directory; `backbone` replaces the recorded backbone id."""
-    text = read_text(root / CONFIG_FILE, CheckpointError)
+    meta = read_json(root / CONFIG_FILE, CheckpointError)
     try:
-        meta = json.loads(text)
         config = OrcaConfig.from_dict(meta["config"])
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+    except (KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"{root / CONFIG_FILE}: unreadable ({err})") from None
     if meta.get("format") != FORMAT:
         raise CheckpointError(
@@ -243,8 +244,7 @@ def read_native(root: Path, backbone: str | None) -> CheckpointContents:
     if config.lora_r > 0:
         require(adapter / "adapter_config.json", "LoRA adapter config")
         require(adapter / "adapter_model.safetensors", "LoRA adapter weights")
-    metrics_path = root / METRICS_FILE
-    metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
+    metrics = _read_metrics(root)
     if backbone:
         config = config.replace(backbone=backbone)
     return CheckpointContents(

@@ -10,7 +10,6 @@ reported (0 when the judges agree, small when they are close).
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Any
 
 import torch
 
+from eval_common.inputs import read_json
 from eval_common.outputs import check_output_folder
 from orca_judge.checkpoint import (
     CheckpointContents,
@@ -74,7 +74,7 @@ def _check_compatible(contents: Sequence[CheckpointContents], paths: Sequence[Pa
     if any(a is None for a in adapters) and not all(a is None for a in adapters):
         raise CheckpointError("some judges have a LoRA adapter and some do not")
     if adapters[0] is not None:
-        settings = [json.loads((a / ADAPTER_CONFIG).read_text()) for a in adapters]
+        settings = [read_json(a / ADAPTER_CONFIG, CheckpointError) for a in adapters]
         for setting, path in zip(settings[1:], paths[1:], strict=True):
             changed = sorted(
                 k for k in set(setting) | set(settings[0]) if setting.get(k) != settings[0].get(k)

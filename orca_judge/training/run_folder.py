@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from eval_common.inputs import read_text
 from eval_common.outputs import write_bytes
 from orca_judge.checkpoint import atomic_write_text, clean_temporary_files
 from orca_judge.config import OrcaConfig
@@ -160,7 +161,8 @@ class RunFolder:
         if not self.log_path.exists():
             return
         kept = []
-        for line in self.log_path.read_text(encoding="utf-8").splitlines():
+        # split("\n"), not splitlines(): a logged string may hold U+2028 and other breaks.
+        for line in read_text(self.log_path, RunConflictError).split("\n"):
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:  # a line cut short by the interruption
