@@ -23,6 +23,7 @@ from orca_judge.checkpoint.contents import (
     CheckpointContents,
     CheckpointError,
     read_tensors,
+    recorded_settings,
 )
 from orca_judge.checkpoint.loading import (
     LoadedModel,
@@ -53,6 +54,7 @@ __all__ = [
     "load_model",
     "read_checkpoint",
     "read_tensors",
+    "recorded_settings",
     "recover_interrupted",
     "save_model",
     "update_config",

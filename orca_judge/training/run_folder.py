@@ -26,7 +26,7 @@ import torch
 from eval_common.inputs import read_text
 from eval_common.outputs import write_bytes
 from orca_judge.checkpoint import atomic_write_text, clean_temporary_files
-from orca_judge.config import OrcaConfig
+from orca_judge.training.arguments import RUNTIME_ONLY
 
 STATE_FILE = "state.pt"
 EVALUATIONS_DIR = "evaluations"
@@ -45,7 +45,7 @@ def _differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[s
 
 def _state_conflict(state: Mapping[str, Any], config: dict, identity: dict) -> str | None:
     """Why a saved state does not belong to this run (settings or data), or None."""
-    runtime_only = set(OrcaConfig.RUNTIME_ONLY)
+    runtime_only = set(RUNTIME_ONLY)
     changed = _differences(
         {k: v for k, v in state["config"].items() if k not in runtime_only},
         {k: v for k, v in config.items() if k not in runtime_only},
