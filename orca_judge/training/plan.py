@@ -146,9 +146,11 @@ def load_stages(
     # Loaded here, not at import: planning (and orca-train --help) needs no torch.
     from orca_judge.data import file_sha256, load_items
     from orca_judge.training.curriculum import Curriculum, Stage
-    from orca_judge.training.heldout import hold_out
+    from orca_judge.training.heldout import heldout_fraction_problem, hold_out
     from orca_judge.training.synthetic import build_synthetic_items
 
+    if problem := heldout_fraction_problem(heldout_fraction):
+        raise ValueError(problem)  # before any data is read
     trains = []
     for plan in plans:
         items = load_items(plan.train, require_ratings=True)

@@ -117,6 +117,47 @@ def test_curriculum_run_reports_every_stages_data_and_one_held_out_set(tmp_path,
     assert f"held-out: {held['items']} items on 4 questions of {tmp_path / 'dev.jsonl'}" in text
 
 
+def test_python_plans_loads_and_splits_the_curriculum_the_command_trains(tmp_path, capsys):
+    write_jsonl(tmp_path / "early.jsonl", synthetic_items(24, 1, "a"))
+    write_jsonl(tmp_path / "late.jsonl", synthetic_items(24, 3, "b"))
+    write_jsonl(tmp_path / "dev.jsonl", synthetic_items(30, 2, "dv"))
+    config = {
+        "backbone": str(tiny_llama_dir()),
+        "dev": "dev.jsonl",
+        "max_steps": 1,
+        "eval_every": 1,
+        "stages": [{"name": "a", "train": "early.jsonl"}, {"name": "b", "train": "late.jsonl"}],
+    }
+    (tmp_path / "cur.yaml").write_text(yaml.safe_dump(config))
+    argv = ["--config", str(tmp_path / "cur.yaml"), "--output", str(tmp_path / "out"), *TINY]
+    argv += ["--heldout-fraction", "0.5", "--split-seed", "3", "--json"]
+    assert cli_train.main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    # The same from Python: the YAML, the flags as overrides, the split settings.
+    flags = {"lora_r": 4, "batch_size": 8, "grad_accum": 1, "warmup_steps": 0, "lr": 1e-3}
+    plans = plan_stages(tmp_path / "cur.yaml", overrides=flags)
+    assert [(p.name, p.train, p.dev) for p in plans] == [
+        (name, str(tmp_path / train), str(tmp_path / "dev.jsonl"))
+        for name, train in (("a", "early.jsonl"), ("b", "late.jsonl"))
+    ]
+    curriculum = load_stages(plans, heldout_fraction=0.5, split_seed=3)
+    assert [it.id for it in curriculum.heldout] == summary["heldout"]["ids"]
+    assert curriculum.heldout_source == summary["heldout"]["source"]
+    for stage, ran in zip(curriculum.stages, summary["stages"], strict=True):
+        assert stage.provenance == ran["data"] and len(stage.dev_items) == ran["dev_items"]
+        assert (stage.config.lora_r, stage.training.lr, stage.training.max_steps) == (4, 1e-3, 1)
+    # The checkpoint the command wrote records the Python plan's settings, split in two.
+    recorded = json.loads((tmp_path / "out" / "training_args.json").read_text(encoding="utf-8"))
+    assert recorded == curriculum.stages[-1].training.to_dict()
+
+
+def test_plan_refuses_an_override_that_is_no_setting():
+    with pytest.raises(ValueError, match="unknown OrcaConfig or TrainingArguments fields: lr_max"):
+        plan_stages(SHIPPED, overrides={"lr_max": 1.0})
+    with pytest.raises(ValueError, match=r"heldout_fraction: expected a share .* got 1\.0"):
+        load_stages(plan_stages(SHIPPED), heldout_fraction=1.0)
+
+
 def test_shipped_curriculum_reads_its_stage_files_from_the_data_dir(tmp_path):
     stages = plan_stages(SHIPPED)
     data_dir = (SHIPPED.parent / yaml.safe_load(SHIPPED.read_text())["data_dir"]).resolve()
