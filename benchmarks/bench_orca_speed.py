@@ -74,7 +74,9 @@ def bench_scoring(backbone: str, items, cfg: OrcaConfig, batch_size: int) -> dic
     }
 
 
-def bench_training(backbone: str, items, cfg: OrcaConfig, steps: int) -> dict[str, float]:
+def bench_training(
+    backbone: str, items, cfg: OrcaConfig, batch_size: int, steps: int
+) -> dict[str, float]:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(backbone)
@@ -84,8 +86,8 @@ def bench_training(backbone: str, items, cfg: OrcaConfig, steps: int) -> dict[st
     ratings = [list(it.ratings) for it in items]
     model = OrcaModel(add_lora(base, cfg), "multinomial", "last", base.config.hidden_size)
     model.init_head(0)
-    sorted_batches = epoch_batches([len(e.input_ids) for e in enc], cfg.batch_size, 0, 0)
-    plain_batches = [list(range(i, i + cfg.batch_size)) for i in range(0, len(enc), cfg.batch_size)]
+    sorted_batches = epoch_batches([len(e.input_ids) for e in enc], batch_size, 0, 0)
+    plain_batches = [list(range(i, i + batch_size)) for i in range(0, len(enc), batch_size)]
 
     def run(forward, params, batches) -> float:
         opt = torch.optim.AdamW(params, lr=1e-4)
@@ -109,7 +111,7 @@ def bench_training(backbone: str, items, cfg: OrcaConfig, steps: int) -> dict[st
     naive = run(lambda i, m: _naive_logits(lm, head, i, m), naive_params, plain_batches)
     return {
         "steps": steps,
-        "batch_size": cfg.batch_size,
+        "batch_size": batch_size,
         "s_per_step": fast,
         "naive_s_per_step": naive,
         "speedup": naive / fast,
@@ -167,13 +169,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     torch.manual_seed(0)
-    cfg = OrcaConfig(backbone=args.backbone, lora_r=16, batch_size=args.batch_size)
+    cfg = OrcaConfig(backbone=args.backbone, lora_r=16)
     items = load_items(args.data, require_ratings=True)
     results = {"threads": torch.get_num_threads()}
     if not args.skip_backbone:
         results["scoring"] = bench_scoring(args.backbone, items[: args.items], cfg, args.batch_size)
         n_train = args.batch_size * (args.train_steps + 1)
-        results["training"] = bench_training(args.backbone, items[:n_train], cfg, args.train_steps)
+        results["training"] = bench_training(
+            args.backbone, items[:n_train], cfg, args.batch_size, args.train_steps
+        )
     results["memory"] = bench_memory(args.memory_sizes)
     print(json.dumps(results, indent=2 if not args.json else None))
     return 0

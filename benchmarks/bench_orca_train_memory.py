@@ -26,29 +26,30 @@ from orca_judge.config import OrcaConfig
 from orca_judge.data import load_items
 from orca_judge.judge import encode_item, pad_token_id
 from orca_judge.model import collate
+from orca_judge.training.arguments import TrainingArguments
 from orca_judge.training.model_init import build_model, enable_gradient_checkpointing
 
-cfg = OrcaConfig(backbone={backbone!r}, lora_r={lora_r}, batch_size={batch_size},
-                 gradient_checkpointing={checkpointing})
+cfg = OrcaConfig(backbone={backbone!r}, lora_r={lora_r})
+training = TrainingArguments(batch_size={batch_size}, gradient_checkpointing={checkpointing})
 model, tokenizer, _ = build_model(cfg, torch.device("cpu"))
-if cfg.gradient_checkpointing:
+if training.gradient_checkpointing:
     enable_gradient_checkpointing(model)
 loaded = peak_memory_mb()["peak_rss_mb"]
 items = load_items({data!r})[:{pool}]
 encoded = [encode_item(tokenizer, it, cfg, model.backbone.config) for it in items]
 longest = sorted(range(len(items)), key=lambda i: -len(encoded[i].input_ids))
 params = [p for p in model.parameters() if p.requires_grad]
-optimizer = torch.optim.AdamW(params, lr=cfg.lr)
+optimizer = torch.optim.AdamW(params, lr=training.lr)
 model.train()
 started = time.perf_counter()
 for step in range({steps}):
-    batch = longest[step * cfg.batch_size:(step + 1) * cfg.batch_size]
+    batch = longest[step * training.batch_size:(step + 1) * training.batch_size]
     ids, mask = collate([encoded[i].input_ids for i in batch], pad_token_id(tokenizer))
     ratings = likelihoods.pad_ratings([list(items[i].ratings) for i in batch])
     likelihoods.nll(cfg.likelihood, model(ids, mask), ratings).mean().backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-print(json.dumps({{"checkpointing": cfg.gradient_checkpointing, "tokens": int(ids.shape[1]),
+print(json.dumps({{"checkpointing": training.gradient_checkpointing, "tokens": int(ids.shape[1]),
                   "s_per_step": (time.perf_counter() - started) / {steps},
                   "peak_after_load_mb": loaded, **peak_memory_mb()}}))
 """

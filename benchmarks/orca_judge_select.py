@@ -23,9 +23,10 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from orca_judge.data import OrcaItem, load_items, split_heldout
+from orca_judge.data import OrcaItem, load_items
 from orca_judge.judge import OrcaPrediction
 from orca_judge.metrics import agreement
+from orca_judge.training.heldout import split_heldout
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "orca-human"
 

@@ -52,7 +52,8 @@ def iter_json_lines(
 ) -> Iterator[tuple[int, Any]]:
     """(line number, value) of each non-blank line of a UTF-8 JSON Lines file.
 
-    `error` names the file and line of a line that is not JSON or not UTF-8 (OSError as raised).
+    `error` names the file, line and column of a line that is not JSON or not UTF-8 (OSError as
+    raised).
     """
     # split("\n"), not splitlines(): a JSON string may hold U+2028 and other line breaks.
     for number, line in enumerate(read_text(path, error).split("\n"), 1):
@@ -61,7 +62,7 @@ def iter_json_lines(
         try:
             yield number, json.loads(line)
         except json.JSONDecodeError as err:
-            raise error(f"{path}:{number}: malformed JSON ({err.msg})") from None
+            raise error(f"{path}:{number}:{err.colno}: malformed JSON ({err.msg})") from None
 
 
 def lone_surrogate_at(text: str) -> int | None:

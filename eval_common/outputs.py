@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from eval_common.errors import OutputError
+from eval_common.inputs import read_json
 
 MARKER = ".written-by.json"  # what a command leaves in a folder it wrote, naming itself
 # Errors that mean the disk (or the user's quota) is full.
@@ -79,7 +80,7 @@ def own_output(folder: Path, command: str, owned: Iterable[str] = ()) -> bool:
     marker = folder / MARKER
     if marker.is_file():
         try:
-            if json.loads(marker.read_text(encoding="utf-8")).get("command") == command:
+            if read_json(marker).get("command") == command:
                 return True
         except (ValueError, AttributeError, OSError):
             pass  # an unreadable marker proves nothing; fall back on the names

@@ -22,8 +22,15 @@ _EXPORTS = {
     "agreement": "orca_judge.metrics",
     "Calibration": "orca_judge.calibration",
     "load_calibration": "orca_judge.calibration",
+    "TrainingArguments": "orca_judge.training.arguments",
     "train": "orca_judge.training.loop",
     "train_curriculum": "orca_judge.training.curriculum",
+    "Curriculum": "orca_judge.training.curriculum",
+    "run_curriculum": "orca_judge.training.curriculum",
+    "StagePlan": "orca_judge.training.plan",
+    "plan_stages": "orca_judge.training.plan",
+    "load_stages": "orca_judge.training.plan",
+    "split_heldout": "orca_judge.training.heldout",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -8,14 +8,13 @@ run are read by `aqua_tasks.runs.judge_calibrations`). Drawing the picture is aq
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval_common.inputs import read_text
+from eval_common.inputs import iter_json_lines
 from orca_judge.data import load_items
 from orca_judge.errors import CalibrationError
 from orca_judge.metrics import agreement
@@ -78,14 +77,11 @@ def load_calibration(predictions: str | Path, items: str | Path) -> Calibration:
     if not pred_path.is_file():
         raise CalibrationError(f"{pred_path}: no such file")
     rows: dict[str, dict] = {}
-    for line_no, line in enumerate(read_text(pred_path, CalibrationError).split("\n"), 1):
-        if not line.strip():
-            continue
+    for line_no, row in iter_json_lines(pred_path, CalibrationError):
         try:
-            row = json.loads(line)
             rows[str(row["id"])] = row
             float(row["expected_unit"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError):
             raise CalibrationError(
                 f"{pred_path}:{line_no}: not an orca-score prediction (needs id, expected_unit)"
             ) from None

@@ -194,29 +194,6 @@ def question_disjoint_split(
     return a, b
 
 
-def split_heldout(
-    train_sets: Sequence[Sequence[OrcaItem]],
-    dev_sets: Sequence[Sequence[OrcaItem]],
-    fraction: float,
-    seed: int = 0,
-) -> tuple[list[list[OrcaItem]], list[OrcaItem]]:
-    """One held-out split for a whole curriculum: (each stage's dev without it, held-out items).
-
-    The held-out items are `fraction` of the last dev set's questions that occur in no
-    stage's training data; their questions are removed from every stage's dev set, so no
-    early stopping or threshold tuning ever sees them.
-    """
-    if not dev_sets or len(train_sets) != len(dev_sets):
-        raise ValueError("split_heldout needs one train and one dev set per stage")
-    seen = {it.question for items in train_sets for it in items}
-    _, heldout = question_disjoint_split(dev_sets[-1], fraction, seed, exclude_questions=seen)
-    held = {normalize_question(it.question) for it in heldout}
-    devs = [
-        [it for it in items if normalize_question(it.question) not in held] for items in dev_sets
-    ]
-    return devs, heldout
-
-
 def items_fingerprint(items: Sequence[OrcaItem]) -> str:
     """sha256 (first 16 hex digits) of the items' content, in order."""
     digest = hashlib.sha256()

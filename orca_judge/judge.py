@@ -13,7 +13,12 @@ import torch
 
 from eval_common.cli import progress as progress_bar
 from orca_judge import likelihoods
-from orca_judge.checkpoint import ClampChoice, load_model, save_model
+from orca_judge.checkpoint import (
+    ClampChoice,
+    load_model,
+    recorded_settings,
+    save_model,
+)
 from orca_judge.config import OrcaConfig
 from orca_judge.data import OrcaItem, load_items
 from orca_judge.errors import CheckpointError
@@ -69,6 +74,7 @@ class OrcaJudge:
         device: torch.device | None = None,
         clamp: ClampChoice | None = None,
         input_settings: str = "the checkpoint's config",
+        training: Mapping[str, Any] | None = None,
     ):
         self.model = model.eval()
         self.clamp = clamp or ClampChoice(config.clamp_threshold, "given to the judge")
@@ -78,6 +84,7 @@ class OrcaJudge:
         self.backbone_fingerprint = backbone_fingerprint
         self.adapter = adapter
         self.metrics = metrics or {}
+        self.training = dict(training or {})  # how it was trained, as its checkpoint records
         self.device = device or torch.device("cpu")
 
     @classmethod
@@ -132,6 +139,7 @@ class OrcaJudge:
             device=loaded.device,
             clamp=loaded.clamp,
             input_settings=loaded.contents.input_settings,
+            training=loaded.contents.training,
         )
 
     @property
@@ -160,9 +168,10 @@ class OrcaJudge:
     def fingerprint(self) -> str:
         """Identity of this judge's trained parts: what scores with it are comparable by.
 
-        sha256 (first 16 hex digits) over the config (less the backbone's location), the
-        backbone's weight fingerprint, the head and the LoRA adapter. The same checkpoint
-        copied elsewhere keeps it; a retrained one gets another. Computed once.
+        sha256 (first 16 hex digits) over the config and training arguments (less the
+        backbone's location), the backbone's weight fingerprint, the head and the LoRA
+        adapter. The same checkpoint copied elsewhere keeps it; a retrained one gets another.
+        Computed once.
         """
         cached = getattr(self, "_fingerprint", None)
         if cached is not None:
@@ -170,7 +179,7 @@ class OrcaJudge:
         digest = hashlib.sha256()
         config = {
             k: v
-            for k, v in self.config.to_dict().items()
+            for k, v in recorded_settings(self.config, self.training).items()
             if k != "backbone" and not (k in _LATER_FIELDS and v == _LATER_FIELDS[k])
         }
         digest.update(json.dumps(config, sort_keys=True, default=str).encode())
@@ -200,6 +209,7 @@ class OrcaJudge:
             backbone_fingerprint=self.backbone_fingerprint,
             metrics=self.metrics,
             adapter=self.adapter,
+            training=self.training,
             overwrite=overwrite,
         )
 

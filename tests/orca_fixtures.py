@@ -263,12 +263,17 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
 
 
 def tiny_config(**overrides):
-    """A fast OrcaConfig on the tiny Llama."""
+    """A small OrcaConfig on the tiny Llama."""
     from orca_judge.config import OrcaConfig
 
+    return OrcaConfig(**{"backbone": str(tiny_llama_dir()), "lora_r": 4, **overrides})
+
+
+def tiny_training(**overrides):
+    """TrainingArguments of a fast run on the tiny Llama."""
+    from orca_judge.training.arguments import TrainingArguments
+
     knobs = {
-        "backbone": str(tiny_llama_dir()),
-        "lora_r": 4,
         "lr": 1e-3,
         "batch_size": 8,
         "grad_accum": 1,
@@ -277,7 +282,7 @@ def tiny_config(**overrides):
         "warmup_steps": 2,
         "patience": 0,
     }
-    return OrcaConfig(**{**knobs, **overrides})
+    return TrainingArguments(**{**knobs, **overrides})
 
 
 def tiny_trained_checkpoint() -> Path:
@@ -294,5 +299,6 @@ def _train_tiny_judge(out: Path) -> None:
         load_items(synthetic_items(64, 1, "tr")),
         load_items(synthetic_items(24, 2, "dv")),
         out / "judge",
+        training=tiny_training(),
         progress=False,
     )

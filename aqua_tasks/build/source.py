@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any
 
 from aqua_tasks.build.text import LETTERS
 from aqua_tasks.errors import BuildError
-from eval_common.inputs import read_text
+from eval_common.inputs import iter_json_lines, read_json
 
 ANSWER_FORMATS = ("text", "letter", "index")
 
@@ -96,25 +95,11 @@ def read_records(path: str | Path) -> list[Any]:
     """The records of a JSON list or a JSONL file; BuildError naming the file and line."""
     path = Path(path)
     try:
-        text = read_text(path, BuildError)
+        if path.suffix.lower() == ".jsonl":
+            return [record for _, record in iter_json_lines(path, BuildError)]
+        data = read_json(path, BuildError)
     except FileNotFoundError:
         raise BuildError(f"{path}: no such file") from None
-    if path.suffix.lower() == ".jsonl":
-        records = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    message = f"{path}: line {number}: malformed JSON: {error.msg}"
-                    raise BuildError(message) from None
-        return records
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise BuildError(
-            f"{path}: malformed JSON at line {error.lineno} column {error.colno}: {error.msg}"
-        ) from None
     if not isinstance(data, list):
         raise BuildError(f"{path}: expected a JSON list of items (or a .jsonl file)")
     return data

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -10,7 +9,7 @@ from pathlib import Path
 
 from aqua_tasks.core.settings_place import settings_example
 from aqua_tasks.errors import AquaDataError
-from eval_common.inputs import read_text
+from eval_common.inputs import read_json
 
 # The three tracks the authors released; BUILT_TRACKS are built locally by `aqua-build`
 # (MMAU, from MMAU test-mini) and are read, scored and reported like them.
@@ -275,13 +274,9 @@ def load_json_file(path: str | Path) -> object:
     """Read a JSON file; errors name the file and the position of a syntax error."""
     path = Path(path)
     try:
-        return json.loads(read_text(path, AquaDataError))
+        return read_json(path, AquaDataError)
     except FileNotFoundError:
         raise AquaDataError(f"{path}: file not found") from None
-    except json.JSONDecodeError as error:
-        raise AquaDataError(
-            f"{path}: malformed JSON at line {error.lineno} column {error.colno}: {error.msg}"
-        ) from None
 
 
 def load_items(data_dir: str | Path, track: str, variant: str = "main") -> list[AquaItem]:

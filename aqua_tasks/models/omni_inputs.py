@@ -10,9 +10,10 @@ repeated as many times as the thinker's audio encoder yields embeddings for that
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
+
+from eval_common.inputs import read_json, read_text
 
 # Config model types whose text replies come from the Qwen2.5-Omni thinker.
 OMNI_MODEL_TYPES = frozenset({"qwen2_5_omni", "qwen2_5_omni_thinker"})
@@ -69,9 +70,7 @@ def load_chat_template(pretrained: str, tokenizer: Any, **load: Any) -> str | No
         )
         if path is None:
             continue
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        return json.loads(text)["chat_template"] if name.endswith(".json") else text
+        return read_json(path)["chat_template"] if name.endswith(".json") else read_text(path)
     return getattr(tokenizer, "chat_template", None)
 
 

@@ -18,7 +18,7 @@ from orca_judge.checkpoint.atomic import (
     clean_temporary_files,
     recover_interrupted,
 )
-from orca_judge.checkpoint.contents import CheckpointContents, read_tensors
+from orca_judge.checkpoint.contents import CheckpointContents, read_tensors, recorded_settings
 from orca_judge.checkpoint.loading import (
     LoadedModel,
     load_adapter,
@@ -46,6 +46,7 @@ __all__ = [
     "load_model",
     "read_checkpoint",
     "read_tensors",
+    "recorded_settings",
     "recover_interrupted",
     "save_model",
     "update_config",

@@ -17,6 +17,30 @@ from orca_judge.config import OrcaConfig
 from orca_judge.errors import CheckpointError
 from orca_judge.model import pickle_refusal
 
+# Training arguments as format orca-judge/1 first kept them, inside `config`, with the values
+# a checkpoint that records none stands for (a published one, or one older than a field).
+# Frozen: judge fingerprints and the settings orca-average compares are computed over them.
+FORMAT_1_TRAINING: dict[str, Any] = {
+    "max_chars": 1000,
+    "lr": 2e-4,
+    "lr_floor": 0.1,
+    "warmup_steps": 100,
+    "max_steps": 1000,
+    "batch_size": 8,
+    "grad_accum": 2,
+    "weight_decay": 0.0,
+    "grad_clip": 5.0,
+    "eval_every": 50,
+    "patience": 5,
+    "seed": 0,
+    "gradient_checkpointing": True,
+}
+
+
+def recorded_settings(config: OrcaConfig, training: Mapping[str, Any]) -> dict[str, Any]:
+    """A judge's config and training arguments as one mapping, as format orca-judge/1 had it."""
+    return {**FORMAT_1_TRAINING, **training, **config.to_dict()}
+
 
 @dataclass
 class CheckpointContents:
@@ -29,6 +53,8 @@ class CheckpointContents:
     backbone_fingerprint: str | None
     pooling: str | None
     metrics: dict[str, Any] = field(default_factory=dict)
+    # How it was trained, as recorded (training_args.json); {} when the checkpoint says nothing.
+    training: dict[str, Any] = field(default_factory=dict)
     layout: str = "native"
     root: Path | None = None
     recorded_backbones: dict[str, str] = field(default_factory=dict)  # record -> backbone id

@@ -3,6 +3,7 @@
 Layout (written by `write_checkpoint`, one atomic directory swap)::
 
     orca_judge.json          format, OrcaConfig, backbone id + weight fingerprint, pooling
+    training_args.json       how it was trained: TrainingArguments (absent when not recorded)
     head.safetensors         linear head (weight, bias)
     adapter/                 PEFT LoRA adapter (absent when lora_r = 0)
     tokenizer/               tokenizer files
@@ -10,11 +11,12 @@ Layout (written by `write_checkpoint`, one atomic directory swap)::
     README.md                model card with data attribution
 
 The later in-place updates (`update_config`, `update_metrics`) are each an atomic file replace.
+Checkpoints written before the training arguments had their own file hold them inside
+`orca_judge.json`'s `config` (the keys of `FORMAT_1_TRAINING`); they read the same.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,23 +24,31 @@ from typing import Any
 import torch
 from torch import nn
 
-from eval_common.inputs import read_text
+from eval_common.inputs import read_json
 from eval_common.outputs import check_output_folder
 from orca_judge.checkpoint.atomic import atomic_dir, atomic_write_json, atomic_write_text, json_text
-from orca_judge.checkpoint.contents import CheckpointContents, read_tensors, require
+from orca_judge.checkpoint.contents import (
+    FORMAT_1_TRAINING,
+    CheckpointContents,
+    read_tensors,
+    require,
+)
 from orca_judge.config import OrcaConfig
 from orca_judge.errors import CheckpointError
 from orca_judge.model import OrcaModel
 
 FORMAT = "orca-judge/1"
 CONFIG_FILE = "orca_judge.json"
+TRAINING_FILE = "training_args.json"
 HEAD_FILE = "head.safetensors"
 ADAPTER_DIR = "adapter"
 TOKENIZER_DIR = "tokenizer"
 METRICS_FILE = "metrics.json"
 CARD_FILE = "README.md"
 # The top-level names a native checkpoint consists of: replacing one touches nothing else.
-OWNED = frozenset({CONFIG_FILE, HEAD_FILE, ADAPTER_DIR, TOKENIZER_DIR, METRICS_FILE, CARD_FILE})
+OWNED = frozenset(
+    {CONFIG_FILE, TRAINING_FILE, HEAD_FILE, ADAPTER_DIR, TOKENIZER_DIR, METRICS_FILE, CARD_FILE}
+)
 
 MODEL_CARD = """---
 license: cc-by-4.0
@@ -76,9 +86,10 @@ def write_checkpoint(
     backbone_fingerprint: str,
     pooling: str,
     metrics: dict[str, Any] | None = None,
+    training: Mapping[str, Any] | None = None,
     overwrite: bool = False,
 ) -> Path:
-    """Write a native checkpoint directory atomically.
+    """Write a native checkpoint directory atomically; `training`: how it was trained, if known.
 
     An existing checkpoint is replaced; a non-empty folder that is not one is refused unless
     `overwrite`. Either way only the checkpoint's own files change: other files in the
@@ -101,7 +112,9 @@ def write_checkpoint(
             "pooling": pooling,
             "backbone": {"id": config.backbone, "fingerprint": backbone_fingerprint},
         }
-        (tmp / CONFIG_FILE).write_text(json_text(meta))
+        (tmp / CONFIG_FILE).write_text(json_text(meta), encoding="utf-8")
+        if training:
+            (tmp / TRAINING_FILE).write_text(json_text(dict(training)), encoding="utf-8")
         # Tensors serialised in memory, written as plain files: a full disk is an OSError.
         (tmp / HEAD_FILE).write_bytes(
             save({k: v.detach().cpu().contiguous() for k, v in head.items()})
@@ -114,8 +127,9 @@ def write_checkpoint(
             )
         tokenizer.save_pretrained(tmp / TOKENIZER_DIR)
         metrics = metrics or {}
-        (tmp / METRICS_FILE).write_text(json_text(metrics))
-        (tmp / CARD_FILE).write_text(model_card(config, backbone_fingerprint, pooling, metrics))
+        (tmp / METRICS_FILE).write_text(json_text(metrics), encoding="utf-8")
+        card = model_card(config, backbone_fingerprint, pooling, metrics)
+        (tmp / CARD_FILE).write_text(card, encoding="utf-8")
     return Path(target)
 
 
@@ -158,6 +172,7 @@ def save_model(
     backbone_fingerprint: str,
     metrics: dict[str, Any] | None = None,
     adapter: tuple[Any, dict[str, torch.Tensor]] | None = None,
+    training: Mapping[str, Any] | None = None,
     overwrite: bool = False,
 ) -> Path:
     """Write an OrcaModel as a native checkpoint; `adapter` is needed once LoRA was merged.
@@ -175,6 +190,7 @@ def save_model(
         backbone_fingerprint=backbone_fingerprint,
         pooling=model.pooling,
         metrics=metrics,
+        training=training,
         overwrite=overwrite,
     )
 
@@ -182,21 +198,31 @@ def save_model(
 def _native_meta(root: Path) -> dict[str, Any]:
     if not (root / CONFIG_FILE).exists():
         raise CheckpointError(f"{root}: missing {CONFIG_FILE} (only native checkpoints update)")
-    try:
-        return json.loads((root / CONFIG_FILE).read_text())
-    except json.JSONDecodeError as err:
-        raise CheckpointError(f"{root / CONFIG_FILE}: unreadable ({err})") from None
+    return read_json(root / CONFIG_FILE, CheckpointError)
+
+
+def _read_metrics(root: Path) -> dict[str, Any]:
+    """A checkpoint's recorded metrics; {} when it has no metrics.json."""
+    path = root / METRICS_FILE
+    return read_json(path, CheckpointError) if path.exists() else {}
+
+
+def _split_config(recorded: Mapping[str, Any]) -> tuple[OrcaConfig, dict[str, Any]]:
+    """(OrcaConfig, training arguments kept inside it by format orca-judge/1's first files)."""
+    training = {k: v for k, v in recorded.items() if k in FORMAT_1_TRAINING}
+    config = OrcaConfig.from_dict({k: v for k, v in recorded.items() if k not in training})
+    return config, training
 
 
 def update_config(target: str | Path, **changes: Any) -> OrcaConfig:
     """Change OrcaConfig fields stored in a native checkpoint atomically; returns the new config."""
     root = Path(target)
     meta = _native_meta(root)
-    config = OrcaConfig.from_dict(meta["config"]).replace(**changes)
-    meta["config"] = config.to_dict()
+    config, training = _split_config(meta["config"])
+    config = config.replace(**changes)
+    meta["config"] = {**training, **config.to_dict()}  # an older file keeps what it recorded
     atomic_write_json(root / CONFIG_FILE, meta)
-    metrics_path = root / METRICS_FILE
-    _refresh_card(root, meta, json.loads(metrics_path.read_text()) if metrics_path.exists() else {})
+    _refresh_card(root, meta, _read_metrics(root))
     return config
 
 
@@ -207,7 +233,7 @@ def update_metrics(
     root = Path(target)
     meta = _native_meta(root)
     path = root / METRICS_FILE
-    current = json.loads(path.read_text()) if path.exists() and not replace else {}
+    current = _read_metrics(root) if not replace else {}
     metrics = {**current, **entries}
     atomic_write_json(path, metrics)
     _refresh_card(root, meta, metrics)
@@ -216,7 +242,7 @@ def update_metrics(
 
 def _refresh_card(root: Path, meta: dict[str, Any], metrics: Mapping[str, Any]) -> None:
     # The model card quotes the config and metrics, so it follows every update of them.
-    config = OrcaConfig.from_dict(meta["config"])
+    config, _ = _split_config(meta["config"])
     fingerprint = meta.get("backbone", {}).get("fingerprint")
     card = model_card(config, fingerprint, meta.get("pooling"), metrics)
     atomic_write_text(root / CARD_FILE, card)
@@ -224,11 +250,10 @@ def _refresh_card(root: Path, meta: dict[str, Any], metrics: Mapping[str, Any]) 
 
 def read_native(root: Path, backbone: str | None) -> CheckpointContents:
     """Read a native checkpoint directory; `backbone` replaces the recorded backbone id."""
-    text = read_text(root / CONFIG_FILE, CheckpointError)
+    meta = read_json(root / CONFIG_FILE, CheckpointError)
     try:
-        meta = json.loads(text)
-        config = OrcaConfig.from_dict(meta["config"])
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+        config, training = _split_config(meta["config"])
+    except (AttributeError, KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"{root / CONFIG_FILE}: unreadable ({err})") from None
     if meta.get("format") != FORMAT:
         raise CheckpointError(
@@ -239,8 +264,9 @@ def read_native(root: Path, backbone: str | None) -> CheckpointContents:
     if config.lora_r > 0:
         require(adapter / "adapter_config.json", "LoRA adapter config")
         require(adapter / "adapter_model.safetensors", "LoRA adapter weights")
-    metrics_path = root / METRICS_FILE
-    metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
+    metrics = _read_metrics(root)
+    if (root / TRAINING_FILE).exists():
+        training = {**training, **_read_training(root / TRAINING_FILE)}
     if backbone:
         config = config.replace(backbone=backbone)
     return CheckpointContents(
@@ -251,5 +277,13 @@ def read_native(root: Path, backbone: str | None) -> CheckpointContents:
         backbone_fingerprint=meta.get("backbone", {}).get("fingerprint"),
         pooling=meta.get("pooling"),
         metrics=metrics,
+        training=training,
         root=root,
     )
+
+
+def _read_training(path: Path) -> dict[str, Any]:
+    recorded = read_json(path, CheckpointError)
+    if not isinstance(recorded, dict):
+        raise CheckpointError(f"{path}: expected a mapping of TrainingArguments fields")
+    return recorded

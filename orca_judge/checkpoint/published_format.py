@@ -139,7 +139,6 @@ def read_published(root: Path, backbone: str | None) -> CheckpointContents:
         lora_alpha=adapter_cfg.get("lora_alpha"),
         use_cls_token=use_cls,
         max_tokens=None,
-        max_chars=None,
         add_special_tokens=False,
         **_input_flags(args, args_path),
     )
@@ -152,6 +151,8 @@ def read_published(root: Path, backbone: str | None) -> CheckpointContents:
         pooling="last",
         layout="published",
         metrics={"published_config": settings},
+        # The authors' trainer kept items of any length (what their fingerprints cover).
+        training={"max_chars": None},
         root=root,
         recorded_backbones=recorded,
         input_settings=str(args_path) if args_path else f"defaults (no {ARGS_FILE})",

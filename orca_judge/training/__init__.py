@@ -1,1 +1,2 @@
-"""Training a judge: the loop, curricula, rule-rated synthetic stages, checkpoint averaging."""
+"""Training a judge: its arguments, the loop, curricula (planned, loaded, run), the held-out split,
+rule-rated synthetic stages, checkpoint averaging."""

@@ -10,7 +10,6 @@ reported (0 when the judges agree, small when they are close).
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,15 +18,17 @@ from typing import Any
 
 import torch
 
+from eval_common.inputs import read_json
 from eval_common.outputs import check_output_folder
 from orca_judge.checkpoint import (
     CheckpointContents,
     read_checkpoint,
     read_tensors,
+    recorded_settings,
     write_checkpoint,
 )
-from orca_judge.config import OrcaConfig
 from orca_judge.errors import CheckpointError
+from orca_judge.training.arguments import RUNTIME_ONLY
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"
@@ -44,18 +45,19 @@ class AverageReport:
     median_truncation_error: float
 
 
-def _comparable_config(config: OrcaConfig) -> dict[str, Any]:
+def _comparable_config(contents: CheckpointContents) -> dict[str, Any]:
     # the clamp threshold is tuned per judge after training; the average needs its own
-    runtime_only = set(OrcaConfig.RUNTIME_ONLY) | {"clamp_threshold"}
-    return {k: v for k, v in config.to_dict().items() if k not in runtime_only}
+    runtime_only = set(RUNTIME_ONLY) | {"clamp_threshold"}
+    settings = recorded_settings(contents.config, contents.training)
+    return {k: v for k, v in settings.items() if k not in runtime_only}
 
 
 def _check_compatible(contents: Sequence[CheckpointContents], paths: Sequence[Path]) -> None:
     """Refuse judges that are not the same model with different weights, naming what differs."""
     first, first_path = contents[0], paths[0]
-    base = _comparable_config(first.config)
+    base = _comparable_config(first)
     for other, path in zip(contents[1:], paths[1:], strict=True):
-        changed = sorted(k for k, v in _comparable_config(other.config).items() if base.get(k) != v)
+        changed = sorted(k for k, v in _comparable_config(other).items() if base.get(k) != v)
         if changed:
             raise CheckpointError(
                 f"{path}: settings differ from {first_path} ({', '.join(changed)}); only "
@@ -74,7 +76,7 @@ def _check_compatible(contents: Sequence[CheckpointContents], paths: Sequence[Pa
     if any(a is None for a in adapters) and not all(a is None for a in adapters):
         raise CheckpointError("some judges have a LoRA adapter and some do not")
     if adapters[0] is not None:
-        settings = [json.loads((a / ADAPTER_CONFIG).read_text()) for a in adapters]
+        settings = [read_json(a / ADAPTER_CONFIG, CheckpointError) for a in adapters]
         for setting, path in zip(settings[1:], paths[1:], strict=True):
             changed = sorted(
                 k for k in set(setting) | set(settings[0]) if setting.get(k) != settings[0].get(k)
@@ -186,6 +188,7 @@ def average_checkpoints(
     write_checkpoint(
         output,
         config=first.config.replace(clamp_threshold=None),
+        training=first.training,
         head=head,
         adapter_config=adapter_config,
         adapter_state=adapter_state,

@@ -1,7 +1,7 @@
 """Multi-stage curricula: stages trained in order, each continuing from the previous one's best.
 
-Each stage is a full `train` run with its own data, configuration and run folder; only the
-weights carry over (the optimiser starts fresh).
+Each stage is a full `train` run with its own data, configuration, training arguments and run
+folder; only the weights carry over (the optimiser starts fresh).
 """
 
 from __future__ import annotations
@@ -13,18 +13,20 @@ from typing import Any
 
 from orca_judge.config import OrcaConfig
 from orca_judge.data import OrcaItem
+from orca_judge.training.arguments import TrainingArguments
 from orca_judge.training.loop import TrainResult, train
 
 
 @dataclass
 class Stage:
-    """One curriculum stage: its data and its full configuration."""
+    """One curriculum stage: its data, the judge's configuration and how to train it."""
 
     name: str
     config: OrcaConfig
     train_items: Sequence[OrcaItem]
     dev_items: Sequence[OrcaItem]
     provenance: dict[str, Any] = field(default_factory=dict)
+    training: TrainingArguments = field(default_factory=TrainingArguments)
 
 
 def train_curriculum(
@@ -57,6 +59,7 @@ def train_curriculum(
                 stage.train_items,
                 stage.dev_items,
                 target,
+                training=stage.training,
                 run_dir=stage_run,
                 init_from=previous,
                 device=device,
@@ -68,3 +71,64 @@ def train_curriculum(
         )
         previous = target
     return results
+
+
+@dataclass
+class Curriculum:
+    """Loaded stages, ready to train, and the held-out items kept for the final report."""
+
+    stages: list[Stage]
+    heldout: list[OrcaItem] = field(default_factory=list)
+    heldout_source: str | None = None  # the dev file the held-out items were taken from
+
+
+def run_curriculum(
+    curriculum: Curriculum,
+    output: str | Path,
+    *,
+    run_dir: str | Path | None = None,
+    overwrite: bool = False,
+    device: str | None = None,
+    progress: bool = True,
+    keep_evaluations: int = 0,
+) -> dict[str, Any]:
+    """Train every stage, record the curriculum and score the held-out items: what orca-train does.
+
+    Returns the summary `orca-train --json` prints: the checkpoint, each stage's metrics and,
+    with held-out items, their agreement with the human ratings (also stored in metrics.json).
+    """
+    from orca_judge.checkpoint import update_metrics
+    from orca_judge.judge import OrcaJudge
+    from orca_judge.report import agreement_report
+
+    stages, heldout = curriculum.stages, curriculum.heldout
+    results = train_curriculum(
+        stages,
+        output,
+        run_dir=run_dir,
+        overwrite=overwrite,
+        device=device,
+        progress=progress,
+        keep_evaluations=keep_evaluations,
+    )
+    summary: dict[str, Any] = {
+        "checkpoint": str(output),
+        "stages": [{"name": s.name, **r.metrics} for s, r in zip(stages, results, strict=True)],
+    }
+    if len(stages) > 1:
+        # the final checkpoint names the data of every stage it descends from
+        keys = ("name", "data", "train_items", "dev_items", "best_step")
+        curriculum_record = [{k: stage[k] for k in keys} for stage in summary["stages"]]
+        update_metrics(output, {"curriculum": curriculum_record})
+    if heldout:
+        judge = OrcaJudge.from_pretrained(output, device=device)
+        preds = judge.score(heldout, progress=progress)
+        summary["heldout"] = {
+            "source": curriculum.heldout_source,
+            "items": len(heldout),
+            "questions": stages[-1].provenance["heldout_questions"],
+            "ids": [it.id for it in heldout],
+            **agreement_report(preds, heldout),
+        }
+        update_metrics(output, {"heldout": summary["heldout"]})
+    return summary

@@ -1,8 +1,9 @@
 """Fine-tuning loop for the ORCA judge, readable top to bottom.
 
-One optimiser step = `grad_accum` forward/backward passes of `batch_size` items. The run
-folder (default `<output>-run/`, see `run_folder`) holds the log and the resume state (with
-the configuration and a fingerprint of the data it belongs to); the output directory
+One optimiser step = `grad_accum` forward/backward passes of `batch_size` items (both
+`TrainingArguments`). The run folder (default `<output>-run/`, see `run_folder`) holds the
+log and the resume state (with the judge's config, the training arguments and a fingerprint
+of the data it belongs to); the output directory
 always holds the best checkpoint so far, written atomically. An existing output directory
 is only ever replaced when it is this run's own checkpoint or `overwrite=True`.
 """
@@ -34,6 +35,7 @@ from orca_judge.data import (
 from orca_judge.errors import RunConflictError
 from orca_judge.judge import encode_item, pad_token_id
 from orca_judge.model import OrcaModel, collate
+from orca_judge.training.arguments import TrainingArguments, run_settings
 from orca_judge.training.evaluation import evaluate, finalize
 from orca_judge.training.model_init import (
     build_model,
@@ -94,13 +96,13 @@ class TrainState:
         return best
 
 
-def lr_multiplier(step: int, cfg: OrcaConfig) -> float:
+def lr_multiplier(step: int, training: TrainingArguments) -> float:
     """Linear warmup from 0 to 1, then linear decay to lr_floor at max_steps."""
-    if step < cfg.warmup_steps:
-        return step / cfg.warmup_steps
-    span = max(1, cfg.max_steps - cfg.warmup_steps)
-    progress = min(1.0, (step - cfg.warmup_steps) / span)
-    return 1.0 - (1.0 - cfg.lr_floor) * progress
+    if step < training.warmup_steps:
+        return step / training.warmup_steps
+    span = max(1, training.max_steps - training.warmup_steps)
+    progress = min(1.0, (step - training.warmup_steps) / span)
+    return 1.0 - (1.0 - training.lr_floor) * progress
 
 
 def epoch_batches(
@@ -127,6 +129,7 @@ def trainable_state(model: OrcaModel) -> dict[str, torch.Tensor]:
 def save_best(
     output: Path,
     cfg: OrcaConfig,
+    training: TrainingArguments,
     model: OrcaModel,
     tokenizer: Any,
     fingerprint: str,
@@ -140,6 +143,7 @@ def save_best(
         config=cfg,
         backbone_fingerprint=fingerprint,
         metrics=metrics,
+        training=training.to_dict(),
         overwrite=True,
     )
 
@@ -174,11 +178,15 @@ def _require_replaceable(output: Path, overwrite: bool) -> None:
 
 
 def _claim(
-    output: Path, folder: RunFolder, cfg: OrcaConfig, identity: dict[str, Any], overwrite: bool
+    output: Path,
+    folder: RunFolder,
+    settings: dict[str, Any],
+    identity: dict[str, Any],
+    overwrite: bool,
 ) -> dict[str, Any] | None:
     """The resume state to continue from (None: a fresh run), once `output` is ours to write."""
     recover_interrupted(output)
-    saved = folder.resumable_state(cfg.to_dict(), identity, overwrite)
+    saved = folder.resumable_state(settings, identity, overwrite)
     if saved is None:
         _require_replaceable(output, overwrite)
         folder.require_no_evaluations(overwrite)
@@ -194,6 +202,7 @@ def train(
     dev_items: Sequence[OrcaItem],
     output: str | Path,
     *,
+    training: TrainingArguments | None = None,
     run_dir: str | Path | None = None,
     init_from: str | Path | None = None,
     device: str | torch.device | None = None,
@@ -205,7 +214,9 @@ def train(
 ) -> TrainResult:
     """Train a judge, keeping the best dev-rho checkpoint in `output`; resumes from `run_dir`.
 
-    `provenance` describes where the data came from (file names and hashes, split
+    `training`: how (learning rate, steps, batches, seed, …; default `TrainingArguments()`),
+    recorded beside the checkpoint in training_args.json; a resume with other settings is
+    refused. `provenance` describes where the data came from (file names and hashes, split
     settings): stored in the run state and the metrics; a resume with different values (or
     different items) is refused. `overwrite=True` allows replacing an existing output
     folder and discarding a run state that belongs to another run. `keep_evaluations=N`
@@ -224,6 +235,8 @@ def train(
     )
     folder = RunFolder(Path(run_dir) if run_dir else output.with_name(output.name + "-run"))
     cfg = cfg.replace(backbone=resolved_backbone(cfg.backbone))
+    training = training or TrainingArguments()
+    settings = run_settings(cfg, training)
     dev = resolve_device(device)
     _check_sets(train_items, dev_items)
     provenance = dict(provenance or {})
@@ -233,27 +246,27 @@ def train(
         # file names are reported, not compared: moving the data does not change it
         **{k: v for k, v in provenance.items() if not k.endswith("_file")},
     }
-    saved = _claim(output, folder, cfg, identity, overwrite)
+    saved = _claim(output, folder, settings, identity, overwrite)
     template_opts = {
         "template": cfg.template,
         "use_question": cfg.use_question,
         "use_rationale": cfg.use_rationale,
         "use_transcript": cfg.use_transcript,
     }
-    train_items, n_long = filter_by_length(train_items, cfg.max_chars, **template_opts)
+    train_items, n_long = filter_by_length(train_items, training.max_chars, **template_opts)
     if not train_items:
-        raise ValueError(f"all training items exceed max_chars={cfg.max_chars}")
+        raise ValueError(f"all training items exceed max_chars={training.max_chars}")
 
     # The model and the encoded data.
-    model, tokenizer, fingerprint = build_model(cfg, dev, init_from)
-    if cfg.gradient_checkpointing:
+    model, tokenizer, fingerprint = build_model(cfg, dev, init_from, seed=training.seed)
+    if training.gradient_checkpointing:
         enable_gradient_checkpointing(model)
     pad_id = pad_token_id(tokenizer)
     backbone_config = model.backbone.config
     train_enc = [encode_item(tokenizer, it, cfg, backbone_config) for it in train_items]
     dev_enc = [encode_item(tokenizer, it, cfg, backbone_config) for it in dev_items]
     lengths = [len(e.input_ids) for e in train_enc]
-    n_batches = math.ceil(len(train_items) / cfg.batch_size)
+    n_batches = math.ceil(len(train_items) / training.batch_size)
     data_counts = {
         **({"data": provenance} if provenance else {}),
         "train_items": len(train_items),
@@ -265,8 +278,8 @@ def train(
 
     # The optimiser, fresh or where the resume state left it.
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_multiplier(s, cfg))
+    optimizer = torch.optim.AdamW(params, lr=training.lr, weight_decay=training.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_multiplier(s, training))
     state = TrainState()
     if saved is not None:
         model.load_state_dict(saved["trainable"], strict=False)
@@ -279,14 +292,14 @@ def train(
         folder.start(
             {
                 "event": "start",
-                "config": cfg.to_dict(),
+                "config": settings,
                 **data_counts,
                 "init_from": str(init_from) if init_from else None,
             }
         )
 
     bar = progress_bar(
-        None, "train", progress, unit="step", total=cfg.max_steps, initial=state.step
+        None, "train", progress, unit="step", total=training.max_steps, initial=state.step
     )
     started = time.perf_counter()
 
@@ -295,9 +308,9 @@ def train(
         metrics, means, variances = evaluate(model, cfg, dev_items, dev_enc, pad_id, dev)
         model.train()
         record["dev"] = metrics
-        if state.count_evaluation(metrics, means, variances, cfg.patience):
+        if state.count_evaluation(metrics, means, variances, training.patience):
             best = {"best_step": state.best_step, "dev": metrics, **data_counts}
-            save_best(output, cfg, model, tokenizer, fingerprint, best)
+            save_best(output, cfg, training, model, tokenizer, fingerprint, best)
         if keep_evaluations:
             # written before the resume state: a crash in between leaves a snapshot that the
             # resume drops and rewrites, never a state pointing at a missing snapshot
@@ -305,7 +318,9 @@ def train(
             folder.keep_evaluation(
                 state.step,
                 keep_evaluations,
-                lambda target: save_best(target, cfg, model, tokenizer, fingerprint, snapshot),
+                lambda target: save_best(
+                    target, cfg, training, model, tokenizer, fingerprint, snapshot
+                ),
             )
         record["best_dev_rho"] = state.best_rho
         bar.set_postfix(
@@ -315,7 +330,7 @@ def train(
         )
         folder.save_state(
             {
-                "config": cfg.to_dict(),
+                "config": settings,
                 "data": identity,
                 "trainable": trainable_state(model),
                 "optimizer": optimizer.state_dict(),
@@ -332,16 +347,18 @@ def train(
         validate(record)  # the untrained judge, as a reference point
         folder.log(record)
     model.train()
-    while state.step < cfg.max_steps and not state.done:
+    while state.step < training.max_steps and not state.done:
         # one optimiser step over grad_accum micro-batches
         total_loss = 0.0
-        for micro in range(cfg.grad_accum):
-            k = state.step * cfg.grad_accum + micro
-            batch = epoch_batches(lengths, cfg.batch_size, k // n_batches, cfg.seed)[k % n_batches]
+        for micro in range(training.grad_accum):
+            k = state.step * training.grad_accum + micro
+            batches = epoch_batches(lengths, training.batch_size, k // n_batches, training.seed)
+            batch = batches[k % n_batches]
             ids, mask = collate([train_enc[i].input_ids for i in batch], pad_id, device=dev)
             ratings = likelihoods.pad_ratings([list(train_items[i].ratings) for i in batch]).to(dev)
             loss = (
-                likelihoods.nll(cfg.likelihood, model(ids, mask), ratings).mean() / cfg.grad_accum
+                likelihoods.nll(cfg.likelihood, model(ids, mask), ratings).mean()
+                / training.grad_accum
             )
             if not torch.isfinite(loss):
                 raise FloatingPointError(
@@ -351,7 +368,7 @@ def train(
             loss.backward()
             total_loss += loss.item()
         grad_norm = torch.nn.utils.clip_grad_norm_(
-            params, cfg.grad_clip if cfg.grad_clip > 0 else math.inf
+            params, training.grad_clip if training.grad_clip > 0 else math.inf
         )
         optimizer.step()
         scheduler.step()
@@ -362,12 +379,12 @@ def train(
             "loss": total_loss,
             "lr": scheduler.get_last_lr()[0],
             "grad_norm": float(grad_norm),
-            "epoch": state.step * cfg.grad_accum / n_batches,
+            "epoch": state.step * training.grad_accum / n_batches,
             "seconds": round(time.perf_counter() - started, 2),
             **peak_memory_mb(dev),
         }
 
-        if state.step % cfg.eval_every == 0 or state.step == cfg.max_steps:
+        if state.step % training.eval_every == 0 or state.step == training.max_steps:
             validate(record)
         else:
             bar.set_postfix(loss=f"{total_loss:.3f}", best=f"{state.best_rho:.3f}")
@@ -382,7 +399,7 @@ def train(
             f"predicted one mean for all dev items); nothing was written to {output}"
         )
 
-    stopped_early = state.step < cfg.max_steps
+    stopped_early = state.step < training.max_steps
     summary = {"best_step": state.best_step, "steps": state.step, "stopped_early": stopped_early}
     metrics = finalize(output, cfg, state.best_dev, dev_items, {**summary, **data_counts})
     folder.mark_done()

@@ -23,12 +23,17 @@ from orca_judge.model import (
 )
 
 
-def build_model(cfg: OrcaConfig, device: torch.device, init_from: str | Path | None = None):
-    """(model, tokenizer, fingerprint): fresh LoRA + head, or continued from a checkpoint."""
+def build_model(
+    cfg: OrcaConfig, device: torch.device, init_from: str | Path | None = None, *, seed: int = 0
+):
+    """(model, tokenizer, fingerprint): fresh LoRA + head, or continued from a checkpoint.
+
+    `seed` (the training arguments' seed) initialises the LoRA adapter and the head.
+    """
     from peft import PeftModel
     from transformers import AutoTokenizer
 
-    torch.manual_seed(cfg.seed)
+    torch.manual_seed(seed)
     if init_from is None:
         base = load_backbone(cfg.backbone, resolve_dtype(cfg.dtype, device))
         fingerprint = weights_fingerprint(base)
@@ -41,7 +46,7 @@ def build_model(cfg: OrcaConfig, device: torch.device, init_from: str | Path | N
             hidden_size_of(base.config),
             cfg.use_cls_token,
         )
-        model.init_head(cfg.seed)
+        model.init_head(seed)
         return model.to(device), tokenizer, fingerprint
     ckpt = read_checkpoint(init_from, backbone=cfg.backbone)
     if ckpt.config.likelihood != cfg.likelihood:

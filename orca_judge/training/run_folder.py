@@ -23,10 +23,11 @@ from typing import Any
 
 import torch
 
+from eval_common.inputs import read_text
 from eval_common.outputs import write_bytes
 from orca_judge.checkpoint import atomic_write_text, clean_temporary_files
-from orca_judge.config import OrcaConfig
 from orca_judge.errors import RunConflictError
+from orca_judge.training.arguments import RUNTIME_ONLY
 
 STATE_FILE = "state.pt"
 EVALUATIONS_DIR = "evaluations"
@@ -41,7 +42,7 @@ def _differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[s
 
 def _state_conflict(state: Mapping[str, Any], config: dict, identity: dict) -> str | None:
     """Why a saved state does not belong to this run (settings or data), or None."""
-    runtime_only = set(OrcaConfig.RUNTIME_ONLY)
+    runtime_only = set(RUNTIME_ONLY)
     changed = _differences(
         {k: v for k, v in state["config"].items() if k not in runtime_only},
         {k: v for k, v in config.items() if k not in runtime_only},
@@ -157,7 +158,8 @@ class RunFolder:
         if not self.log_path.exists():
             return
         kept = []
-        for line in self.log_path.read_text(encoding="utf-8").splitlines():
+        # split("\n"), not splitlines(): a logged string may hold U+2028 and other breaks.
+        for line in read_text(self.log_path, RunConflictError).split("\n"):
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:  # a line cut short by the interruption

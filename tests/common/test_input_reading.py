@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from aqua_tasks.build.source import read_records
@@ -11,7 +13,7 @@ from aqua_tasks.runs import iter_jsonl
 from aqua_tasks.runs.discovery import read_json
 from aqua_tasks.runs.orca_items import read_docs_file
 from eval_common.errors import InputFileError
-from eval_common.inputs import load_yaml, lone_surrogate_at, read_text
+from eval_common.inputs import iter_json_lines, load_yaml, lone_surrogate_at, read_text
 from eval_common.inputs import read_json as read_any
 from orca_judge.calibration import load_calibration
 from orca_judge.data import load_items
@@ -73,3 +75,45 @@ def test_yaml_tags_are_refused_unless_named_as_scalar_tags(tmp_path):
 def test_lone_surrogates_are_found_and_pairs_are_not():
     assert lone_surrogate_at("ok \ud800 x") == 3
     assert lone_surrogate_at("ok \U0001f600") is None
+
+
+# Line 3 holds a bare word where a JSON value belongs: column 11 in MALFORMED, 10 in the JSONL
+# (whose first lines are blank, so no reader refuses an earlier record first).
+MALFORMED = b'[\n {"id": 1,\n  "text": oops}\n]\n'
+MALFORMED_JSONL = b'\n \n{"text": oops}\n'
+
+
+@pytest.mark.parametrize(
+    ("reader", "suffix", "error"),
+    [
+        (load_json_file, ".json", AquaDataError),
+        (read_json, ".json", RunError),
+        (lambda p: list(iter_jsonl(p)), ".jsonl", RunError),
+        (read_records, ".json", BuildError),
+        (read_records, ".jsonl", BuildError),
+        (load_items, ".jsonl", DataError),
+        (load_items, ".json", DataError),
+        (lambda p: load_calibration(p, p), ".jsonl", CalibrationError),
+    ],
+)
+def test_every_json_reader_names_file_line_and_column_of_malformed_json(
+    tmp_path, reader, suffix, error
+):
+    path = tmp_path / f"input{suffix}"
+    path.write_bytes(MALFORMED_JSONL if suffix == ".jsonl" else MALFORMED)
+    with pytest.raises(error) as raised:
+        reader(path)
+    column = 10 if suffix == ".jsonl" else 11
+    assert str(raised.value) == f"{path}:3:{column}: malformed JSON (Expecting value)"
+
+
+def test_a_jsonl_value_holding_unicode_line_separators_stays_one_record(tmp_path):
+    # U+2028/U+2029 and U+0085 are line breaks to str.splitlines() but plain text to JSON.
+    texts = ["what is\u2028heard", "para\u2029graph", "next\x85line"]
+    path = tmp_path / "source.jsonl"
+    lines = [
+        json.dumps({"id": str(i), "question": t}, ensure_ascii=False) for i, t in enumerate(texts)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert [r["question"] for r in read_records(path)] == texts
+    assert [n for n, _ in iter_json_lines(path)] == [1, 2, 3]

@@ -63,7 +63,7 @@ def test_entry_errors_name_the_source_entry_and_field(released_dir):
 def test_aqua_score_rejects_malformed_files_with_one_line_reasons(tmp_path, capsys):
     bad_json = _write(tmp_path, "AQUA-Bench-Animal-Sounds-Track.json", "[{oops")
     assert aqua_score([bad_json]) == 2
-    assert "malformed JSON at line 1" in capsys.readouterr().err
+    assert f"{bad_json}:1:3: malformed JSON" in capsys.readouterr().err
     not_a_list = _write(tmp_path, "x.json", {"response": "a"})
     assert aqua_score([not_a_list]) == 2
     assert "expected a non-empty JSON list" in capsys.readouterr().err

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 import torch
-from orca_fixtures import synthetic_items, tiny_config, tiny_llama_dir, write_jsonl
+from orca_fixtures import synthetic_items, tiny_config, tiny_llama_dir, tiny_training, write_jsonl
 from safetensors.torch import load_file
 
 from orca_judge import OrcaJudge
@@ -41,8 +41,10 @@ class Interrupt(Exception):
 def kept_run(tmp_path_factory):
     """A run that kept its last three evaluation checkpoints (steps 4, 6, 8)."""
     root = tmp_path_factory.mktemp("kept")
-    cfg = tiny_config(max_steps=8, eval_every=2)
-    result = train(cfg, TRAIN, DEV, root / "judge", progress=False, keep_evaluations=3)
+    cfg, training = tiny_config(), tiny_training(max_steps=8, eval_every=2)
+    result = train(
+        cfg, TRAIN, DEV, root / "judge", training=training, progress=False, keep_evaluations=3
+    )
     return root, result
 
 
@@ -67,7 +69,7 @@ def test_the_last_n_evaluation_checkpoints_are_kept_with_their_step_and_dev_metr
 
 def test_a_resumed_run_keeps_the_same_evaluation_checkpoints(kept_run, tmp_path):
     root, _ = kept_run
-    cfg = tiny_config(max_steps=8, eval_every=2)
+    cfg, training = tiny_config(), tiny_training(max_steps=8, eval_every=2)
 
     def stop_at_seven(step, record):
         if step == 7:
@@ -79,6 +81,7 @@ def test_a_resumed_run_keeps_the_same_evaluation_checkpoints(kept_run, tmp_path)
             TRAIN,
             DEV,
             tmp_path / "cut",
+            training=training,
             progress=False,
             on_step=stop_at_seven,
             keep_evaluations=3,
@@ -87,7 +90,7 @@ def test_a_resumed_run_keeps_the_same_evaluation_checkpoints(kept_run, tmp_path)
     stray = tmp_path / "cut-run" / "evaluations" / "step-000007"
     shutil.copytree(tmp_path / "cut-run" / "evaluations" / "step-000006", stray)
     (tmp_path / "cut-run" / "evaluations" / ".step-000008.tmp-abcdefgh").mkdir()
-    train(cfg, TRAIN, DEV, tmp_path / "cut", progress=False, keep_evaluations=3)
+    train(cfg, TRAIN, DEV, tmp_path / "cut", training=training, progress=False, keep_evaluations=3)
     assert _steps(tmp_path / "cut-run") == ["step-000004", "step-000006", "step-000008"]
     for step in ("step-000004", "step-000006", "step-000008"):
         full = _adapter(root / "judge-run" / "evaluations" / step)
@@ -96,19 +99,38 @@ def test_a_resumed_run_keeps_the_same_evaluation_checkpoints(kept_run, tmp_path)
 
 
 def test_a_fresh_run_refuses_evaluation_checkpoints_of_another_run(tmp_path):
-    cfg = tiny_config(max_steps=2, eval_every=2)
+    cfg, training = tiny_config(), tiny_training(max_steps=2, eval_every=2)
     # what a run killed before its first resume state leaves is replaced without asking
     (tmp_path / "judge-run" / "evaluations" / "step-000000").mkdir(parents=True)
     (tmp_path / "judge-run" / "evaluations" / ".step-000000.tmp-abcdefgh").mkdir()
-    train(cfg, TRAIN, DEV, tmp_path / "judge", progress=False, keep_evaluations=1)
+    train(
+        cfg, TRAIN, DEV, tmp_path / "judge", training=training, progress=False, keep_evaluations=1
+    )
     shutil.rmtree(tmp_path / "judge")
     (tmp_path / "judge-run" / "state.pt").unlink()
     stray = tmp_path / "judge-run" / "evaluations" / "step-000002"
     assert (stray / "orca_judge.json").exists()
     with pytest.raises(ValueError, match="evaluation checkpoints of an earlier run"):
-        train(cfg, TRAIN, DEV, tmp_path / "judge", progress=False, keep_evaluations=1)
+        train(
+            cfg,
+            TRAIN,
+            DEV,
+            tmp_path / "judge",
+            training=training,
+            progress=False,
+            keep_evaluations=1,
+        )
     assert (stray / "orca_judge.json").exists()  # refused: nothing was removed
-    train(cfg, TRAIN, DEV, tmp_path / "judge", progress=False, keep_evaluations=1, overwrite=True)
+    train(
+        cfg,
+        TRAIN,
+        DEV,
+        tmp_path / "judge",
+        training=training,
+        progress=False,
+        keep_evaluations=1,
+        overwrite=True,
+    )
     assert _steps(tmp_path / "judge-run") == ["step-000002"]
 
 
@@ -233,12 +255,22 @@ def test_a_kill_while_pruning_never_leaves_a_half_deleted_checkpoint(tmp_path, m
             raise KeyboardInterrupt
         return real_rmtree(path, *args, **kwargs)
 
-    cfg = tiny_config(max_steps=4, eval_every=2)
+    cfg, training = tiny_config(), tiny_training(max_steps=4, eval_every=2)
     monkeypatch.setattr(run_folder.shutil, "rmtree", killed_midway)
     with pytest.raises(KeyboardInterrupt):
-        train(cfg, TRAIN, DEV, tmp_path / "judge", progress=False, keep_evaluations=1)
+        train(
+            cfg,
+            TRAIN,
+            DEV,
+            tmp_path / "judge",
+            training=training,
+            progress=False,
+            keep_evaluations=1,
+        )
     # the half-deleted step-0 checkpoint is hidden, never listed as a checkpoint
     assert _steps(tmp_path / "judge-run") == [".step-000000.old", "step-000002"]
     monkeypatch.setattr(run_folder.shutil, "rmtree", real_rmtree)
-    train(cfg, TRAIN, DEV, tmp_path / "judge", progress=False, keep_evaluations=1)
+    train(
+        cfg, TRAIN, DEV, tmp_path / "judge", training=training, progress=False, keep_evaluations=1
+    )
     assert _steps(tmp_path / "judge-run") == ["step-000004"]

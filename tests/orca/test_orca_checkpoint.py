@@ -12,13 +12,21 @@ from orca_fixtures import (
     synthetic_items,
     tiny_llama_dir,
     tiny_trained_checkpoint,
+    tiny_training,
     write_reference_checkpoint,
 )
 from safetensors.torch import load_file
 
 from eval_common.errors import OutputError
 from orca_judge import OrcaJudge
-from orca_judge.checkpoint import load_model, update_config, update_metrics
+from orca_judge.checkpoint import (
+    load_model,
+    read_checkpoint,
+    update_config,
+    update_metrics,
+)
+from orca_judge.checkpoint.contents import FORMAT_1_TRAINING
+from orca_judge.config import OrcaConfig
 from orca_judge.errors import BackboneMismatchError, CheckpointError
 
 ITEMS = synthetic_items(12, seed=5, prefix="eval")
@@ -37,6 +45,7 @@ def test_save_then_load_gives_bit_identical_predictions(tmp_path):
         "metrics.json",
         "orca_judge.json",
         "tokenizer",
+        "training_args.json",
     ]
 
 
@@ -239,6 +248,56 @@ def test_judge_loading_goes_through_the_one_checkpoint_loader(monkeypatch):
             },
         )
     ]
+
+
+def test_a_trained_checkpoint_keeps_its_training_arguments_beside_its_config():
+    root = tiny_trained_checkpoint()
+    meta = json.loads((root / "orca_judge.json").read_text(encoding="utf-8"))
+    assert set(meta["config"]) == set(OrcaConfig.field_names())
+    recorded = json.loads((root / "training_args.json").read_text(encoding="utf-8"))
+    assert recorded == tiny_training().to_dict() and recorded["lr"] == 1e-3
+    assert read_checkpoint(root).training == recorded
+    judge = OrcaJudge.from_pretrained(root)
+    assert judge.training == recorded
+
+
+def _as_format_1(root):
+    """The checkpoint as written before training_args.json: its arguments inside `config`."""
+    meta = json.loads((root / "orca_judge.json").read_text(encoding="utf-8"))
+    training = json.loads((root / "training_args.json").read_text(encoding="utf-8"))
+    meta["config"] = {**meta["config"], **training}
+    (root / "orca_judge.json").write_text(json.dumps(meta), encoding="utf-8")
+    (root / "training_args.json").unlink()
+    return meta
+
+
+def test_a_checkpoint_with_its_training_arguments_inside_its_config_loads_the_same(tmp_path):
+    new = tiny_trained_checkpoint()
+    old = shutil.copytree(new, tmp_path / "old")
+    meta = _as_format_1(old)
+    assert read_checkpoint(old).config == read_checkpoint(new).config
+    assert read_checkpoint(old).training == read_checkpoint(new).training
+    assert (
+        OrcaJudge.from_pretrained(old).fingerprint() == OrcaJudge.from_pretrained(new).fingerprint()
+    )
+    # An update keeps what the older file recorded, and the checkpoint still reads the same.
+    update_config(old, clamp_threshold=0.02)
+    after = json.loads((old / "orca_judge.json").read_text(encoding="utf-8"))
+    assert after["config"] == {**meta["config"], "clamp_threshold": 0.02}
+    assert read_checkpoint(old).training == read_checkpoint(new).training
+    # Keys that are neither OrcaConfig nor format-1 training fields are still refused.
+    meta["config"]["lora_rank"] = 4
+    (old / "orca_judge.json").write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(CheckpointError, match="unknown OrcaConfig fields: lora_rank"):
+        read_checkpoint(old)
+
+
+def test_format_1_training_values_are_the_training_defaults_they_were_split_from():
+    # Frozen in the checkpoint reader (fingerprints of judges that record no training
+    # arguments cover them); equal to the defaults at the split.
+    from orca_judge.training.arguments import TrainingArguments
+
+    assert TrainingArguments().to_dict() == FORMAT_1_TRAINING
 
 
 def test_clamp_threshold_update_rewrites_only_that_field_and_validates(tmp_path):

@@ -86,8 +86,8 @@ def test_orca_train_runs_a_curriculum_from_yaml_with_flags_overriding_it(tmp_pat
     )
     assert code == 0
     assert [line.split(":")[0] for line in capsys.readouterr().out.splitlines()[:2]] == ["a", "b"]
-    stage_a = json.loads((tmp_path / "out-stages" / "a" / "orca_judge.json").read_text())["config"]
-    stage_b = json.loads((tmp_path / "out" / "orca_judge.json").read_text())["config"]
+    stage_a = json.loads((tmp_path / "out-stages" / "a" / "training_args.json").read_text())
+    stage_b = json.loads((tmp_path / "out" / "training_args.json").read_text())
     assert (stage_a["lr"], stage_a["max_steps"]) == (5e-4, 2)
     assert (stage_b["lr"], stage_b["max_steps"]) == (2e-4, 2)
 

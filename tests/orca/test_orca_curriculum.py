@@ -11,6 +11,8 @@ from orca_fixtures import synthetic_items, tiny_llama_dir, write_jsonl
 from orca_judge import data
 from orca_judge.cli import train as cli_train
 from orca_judge.data import load_items, question_disjoint_split
+from orca_judge.training.heldout import split_heldout
+from orca_judge.training.plan import load_stages, plan_stages
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "configs" / "orca" / "curriculum.yaml"
@@ -65,7 +67,7 @@ def test_one_held_out_split_excludes_every_stages_training_questions_and_every_d
         "d",
     )
     for seed in range(10):
-        (dev1, dev2), held = data.split_heldout([stage1, stage2], [dev, dev], 0.5, seed)
+        (dev1, dev2), held = split_heldout([stage1, stage2], [dev, dev], 0.5, seed)
         assert len({it.question for it in held}) == 5
         assert all(it.question.startswith("New") for it in held)
         assert not {it.id for it in held} & {it.id for it in dev1 + dev2}
@@ -115,18 +117,57 @@ def test_curriculum_run_reports_every_stages_data_and_one_held_out_set(tmp_path,
     assert f"held-out: {held['items']} items on 4 questions of {tmp_path / 'dev.jsonl'}" in text
 
 
+def test_python_plans_loads_and_splits_the_curriculum_the_command_trains(tmp_path, capsys):
+    write_jsonl(tmp_path / "early.jsonl", synthetic_items(24, 1, "a"))
+    write_jsonl(tmp_path / "late.jsonl", synthetic_items(24, 3, "b"))
+    write_jsonl(tmp_path / "dev.jsonl", synthetic_items(30, 2, "dv"))
+    config = {
+        "backbone": str(tiny_llama_dir()),
+        "dev": "dev.jsonl",
+        "max_steps": 1,
+        "eval_every": 1,
+        "stages": [{"name": "a", "train": "early.jsonl"}, {"name": "b", "train": "late.jsonl"}],
+    }
+    (tmp_path / "cur.yaml").write_text(yaml.safe_dump(config))
+    argv = ["--config", str(tmp_path / "cur.yaml"), "--output", str(tmp_path / "out"), *TINY]
+    argv += ["--heldout-fraction", "0.5", "--split-seed", "3", "--json"]
+    assert cli_train.main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    # The same from Python: the YAML, the flags as overrides, the split settings.
+    flags = {"lora_r": 4, "batch_size": 8, "grad_accum": 1, "warmup_steps": 0, "lr": 1e-3}
+    plans = plan_stages(tmp_path / "cur.yaml", overrides=flags)
+    assert [(p.name, p.train, p.dev) for p in plans] == [
+        (name, str(tmp_path / train), str(tmp_path / "dev.jsonl"))
+        for name, train in (("a", "early.jsonl"), ("b", "late.jsonl"))
+    ]
+    curriculum = load_stages(plans, heldout_fraction=0.5, split_seed=3)
+    assert [it.id for it in curriculum.heldout] == summary["heldout"]["ids"]
+    assert curriculum.heldout_source == summary["heldout"]["source"]
+    for stage, ran in zip(curriculum.stages, summary["stages"], strict=True):
+        assert stage.provenance == ran["data"] and len(stage.dev_items) == ran["dev_items"]
+        assert (stage.config.lora_r, stage.training.lr, stage.training.max_steps) == (4, 1e-3, 1)
+    # The checkpoint the command wrote records the Python plan's settings, split in two.
+    recorded = json.loads((tmp_path / "out" / "training_args.json").read_text(encoding="utf-8"))
+    assert recorded == curriculum.stages[-1].training.to_dict()
+
+
+def test_plan_refuses_an_override_that_is_no_setting():
+    with pytest.raises(ValueError, match="unknown OrcaConfig or TrainingArguments fields: lr_max"):
+        plan_stages(SHIPPED, overrides={"lr_max": 1.0})
+    with pytest.raises(ValueError, match=r"heldout_fraction: expected a share .* got 1\.0"):
+        load_stages(plan_stages(SHIPPED), heldout_fraction=1.0)
+
+
 def test_shipped_curriculum_reads_its_stage_files_from_the_data_dir(tmp_path):
-    args = cli_train.build_parser().parse_args(["--config", str(SHIPPED), "--output", "x"])
-    stages = cli_train.plan_stages(args)
+    stages = plan_stages(SHIPPED)
     data_dir = (SHIPPED.parent / yaml.safe_load(SHIPPED.read_text())["data_dir"]).resolve()
-    assert [s["name"] for s in stages] == ["s1-human", "s2-human-anneal"]
-    assert [(Path(s["train"]).resolve(), Path(s["dev"]).resolve()) for s in stages] == [
+    assert [s.name for s in stages] == ["s1-human", "s2-human-anneal"]
+    assert [(Path(s.train).resolve(), Path(s.dev).resolve()) for s in stages] == [
         (data_dir / "train.jsonl", data_dir / "dev.jsonl")
     ] * 2
-    args = cli_train.build_parser().parse_args(
-        ["--config", str(SHIPPED), "--output", "x", "--data-dir", str(tmp_path)]
-    )
-    assert {s["train"] for s in cli_train.plan_stages(args)} == {str(tmp_path / "train.jsonl")}
+    assert {s.train for s in plan_stages(SHIPPED, data_dir=tmp_path)} == {
+        str(tmp_path / "train.jsonl")
+    }
 
 
 def _run_shipped(data_dir, output, capsys):
@@ -153,25 +194,14 @@ HUMAN = (SHARED / "data" / "orca-human").resolve()
 
 @pytest.mark.skipif(not (HUMAN / "train.jsonl").exists(), reason="human ratings not present")
 def test_shipped_curriculum_loads_and_splits_the_human_ratings_as_shipped():
-    args = cli_train.build_parser().parse_args(
-        [
-            "--config",
-            str(SHIPPED),
-            "--output",
-            "x",
-            "--heldout-fraction",
-            "0.5",
-            "--data-dir",
-            str(HUMAN),
-        ]
-    )
-    stages, heldout, source = cli_train._load_stages(args)
+    planned = load_stages(plan_stages(SHIPPED, data_dir=HUMAN), heldout_fraction=0.5)
+    stages, heldout, source = planned.stages, planned.heldout, planned.heldout_source
     trained = {data.normalize_question(it.question) for s in stages for it in s.train_items}
     dev = load_items(HUMAN / "dev.jsonl")
     assert Path(source).resolve() == HUMAN / "dev.jsonl" and heldout
     assert not {data.normalize_question(it.question) for it in heldout} & trained
     assert [len(s.dev_items) for s in stages] == [len(dev) - len(heldout)] * 2
-    assert [s.config.max_steps for s in stages] == [360, 120]
+    assert [s.training.max_steps for s in stages] == [360, 120]
 
 
 SYNTHETIC = REPO / "configs" / "orca" / "curriculum-synthetic.yaml"
@@ -211,22 +241,10 @@ def test_a_synthesize_stage_trains_on_rule_rated_candidates_built_from_its_file(
 @pytest.mark.skipif(not (HUMAN / "train.jsonl").exists(), reason="human ratings not present")
 def test_shipped_synthetic_curriculum_keeps_the_plain_held_out_split():
     def load(config):
-        args = cli_train.build_parser().parse_args(
-            [
-                "--config",
-                str(config),
-                "--output",
-                "x",
-                "--heldout-fraction",
-                "0.5",
-                "--data-dir",
-                str(HUMAN),
-            ]
-        )
-        return cli_train._load_stages(args)
+        return load_stages(plan_stages(config, data_dir=HUMAN), heldout_fraction=0.5)
 
-    (s0, s1), heldout, _ = load(SYNTHETIC)
-    _, plain_heldout, _ = load(SHIPPED)
+    synthetic, plain = load(SYNTHETIC), load(SHIPPED)
+    (s0, s1), heldout, plain_heldout = synthetic.stages, synthetic.heldout, plain.heldout
     assert [it.id for it in heldout] == [it.id for it in plain_heldout] and len(heldout) == 116
     assert all("#" in it.id for it in s0.train_items) and len(s0.train_items) == 3180
     assert len(s1.train_items) == 1923 and s0.dev_items == s1.dev_items

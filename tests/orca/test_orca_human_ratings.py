@@ -7,7 +7,6 @@ that `datasets.load_dataset` reads from files.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path
@@ -17,10 +16,10 @@ import pytest
 import yaml
 
 from orca_judge.cli import fetch_ratings as cli_fetch
-from orca_judge.cli.train import plan_stages
 from orca_judge.data import load_items
 from orca_judge.errors import DataError
 from orca_judge.human_ratings import human_rating_splits, write_human_ratings
+from orca_judge.training.plan import plan_stages
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("AQUA_SHARED_DIR", REPO.parent / "shared"))
@@ -61,16 +60,9 @@ def test_human_rows_are_written_in_the_layout_the_configs_read(dataset, tmp_path
         assert written == real_rows(name)  # the seven fields, values as published
     assert "CC-BY-4.0" in (out / "README.md").read_text()
     # What orca-train reads from the configs' data_dir.
-    args = argparse.Namespace(
-        config=str(REPO / "configs" / "orca" / "curriculum.yaml"),
-        data_dir=str(out),
-        train=None,
-        dev=None,
-        backbone=None,
-    )
-    for stage in plan_stages(args):
-        assert stage["train"] == str(out / "train.jsonl") and stage["dev"] == str(out / "dev.jsonl")
-        assert len(load_items(stage["train"], require_ratings=True)) == N["train"]
+    for stage in plan_stages(REPO / "configs" / "orca" / "curriculum.yaml", data_dir=out):
+        assert stage.train == str(out / "train.jsonl") and stage.dev == str(out / "dev.jsonl")
+        assert len(load_items(stage.train, require_ratings=True)) == N["train"]
 
 
 def test_hub_split_names_map_to_the_files_without_a_split_column():

@@ -18,6 +18,7 @@ from orca_judge.config import OrcaConfig
 from orca_judge.data import load_items
 from orca_judge.errors import BackboneLoadError, CheckpointError, DataError
 from orca_judge.model import load_backbone
+from orca_judge.training.arguments import TrainingArguments, setting_problem
 
 RATED = synthetic_items(4, seed=0)
 
@@ -191,15 +192,17 @@ def test_a_backbone_whose_weights_are_a_pickle_of_objects_is_refused_saying_why(
     ],
 )
 def test_every_config_field_is_checked_for_type_and_range(field, value, expected):
-    assert OrcaConfig.field_problem(field, value) == expected
+    owner = OrcaConfig if field in OrcaConfig.field_names() else TrainingArguments
+    assert owner.field_problem(field, value) == expected
+    assert setting_problem(field, value) == expected
     if expected is None:
         return
-    with pytest.raises(ValueError, match=f"^OrcaConfig.{field}"):
-        OrcaConfig(**{field: value})
+    with pytest.raises(ValueError, match=f"^{owner.__name__}.{field}"):
+        owner(**{field: value})
 
 
 def test_a_whole_float_setting_is_kept_as_the_int_it_stands_for():
-    assert OrcaConfig(max_steps=1000.0, lora_alpha=16.0).max_steps == 1000
+    assert TrainingArguments(max_steps=1000.0).max_steps == 1000
     assert isinstance(OrcaConfig(lora_alpha=16.0).lora_alpha, int)
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from orca_judge.cli import synthesize as cli_synthesize
-from orca_judge.data import OrcaItem, load_items, normalize_question, split_heldout
+from orca_judge.data import OrcaItem, load_items, normalize_question
+from orca_judge.training.heldout import split_heldout
 from orca_judge.training.synthetic import NON_ANSWERS, RATINGS, build_synthetic_items
 
 HUMAN = Path(__file__).resolve().parents[3] / "shared" / "data" / "orca-human"

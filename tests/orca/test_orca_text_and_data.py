@@ -129,7 +129,7 @@ def test_bad_items_raise_errors_naming_file_line_and_field(tmp_path, bad, messag
 def test_invalid_json_line_is_reported_with_its_line_number(tmp_path):
     path = tmp_path / "x.jsonl"
     path.write_text(json.dumps({**ITEM, "ratings": [3]}) + "\n{not json\n")
-    with pytest.raises(DataError, match=r"x\.jsonl:2: malformed JSON"):
+    with pytest.raises(DataError, match=r"x\.jsonl:2:2: malformed JSON"):
         load_items(path)
 
 

@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 import torch
-from orca_fixtures import synthetic_items, tiny_config, tiny_trained_checkpoint
+from orca_fixtures import synthetic_items, tiny_config, tiny_trained_checkpoint, tiny_training
 
 from orca_judge import OrcaJudge
 from orca_judge.data import load_items
@@ -23,7 +23,8 @@ def _dev_curve(run_dir):
 
 
 def test_tiny_model_learns_the_synthetic_rating_task(tmp_path):
-    result = train(tiny_config(max_steps=15), TRAIN, DEV, tmp_path / "judge", progress=False)
+    training = tiny_training(max_steps=15)
+    result = train(tiny_config(), TRAIN, DEV, tmp_path / "judge", training=training, progress=False)
     curve = _dev_curve(tmp_path / "judge-run")
     assert curve[0] < 0.6 and result.best_dev_rho > 0.85 and result.best_dev_rho - curve[0] > 0.3
     metrics = json.loads((tmp_path / "judge" / "metrics.json").read_text())
@@ -32,8 +33,8 @@ def test_tiny_model_learns_the_synthetic_rating_task(tmp_path):
 
 
 def test_learning_rate_warms_up_then_decays_linearly_to_the_floor():
-    cfg = tiny_config(warmup_steps=10, max_steps=110, lr_floor=0.1)
-    assert [lr_multiplier(s, cfg) for s in (0, 5, 10, 60, 110)] == pytest.approx(
+    training = tiny_training(warmup_steps=10, max_steps=110, lr_floor=0.1)
+    assert [lr_multiplier(s, training) for s in (0, 5, 10, 60, 110)] == pytest.approx(
         [0, 0.5, 1, 0.55, 0.1]
     )
 
@@ -51,16 +52,24 @@ class Interrupt(Exception):
 
 
 def test_resumed_run_ends_exactly_like_an_uninterrupted_one(tmp_path):
-    cfg = tiny_config(max_steps=8, eval_every=2)
-    train(cfg, TRAIN, DEV, tmp_path / "full", progress=False)
+    cfg, training = tiny_config(), tiny_training(max_steps=8, eval_every=2)
+    train(cfg, TRAIN, DEV, tmp_path / "full", training=training, progress=False)
 
     def stop_at_five(step, record):
         if step == 5:
             raise Interrupt
 
     with pytest.raises(Interrupt):
-        train(cfg, TRAIN, DEV, tmp_path / "cut", progress=False, on_step=stop_at_five)
-    resumed = train(cfg, TRAIN, DEV, tmp_path / "cut", progress=False)
+        train(
+            cfg,
+            TRAIN,
+            DEV,
+            tmp_path / "cut",
+            training=training,
+            progress=False,
+            on_step=stop_at_five,
+        )
+    resumed = train(cfg, TRAIN, DEV, tmp_path / "cut", training=training, progress=False)
     assert resumed.steps == 8
     full_log = [
         json.loads(x) for x in (tmp_path / "full-run" / "log.jsonl").read_text().splitlines()
@@ -78,22 +87,31 @@ def test_resumed_run_ends_exactly_like_an_uninterrupted_one(tmp_path):
 
 
 def test_resume_with_a_different_configuration_is_refused(tmp_path):
-    train(tiny_config(max_steps=2, eval_every=2), TRAIN, DEV, tmp_path / "j", progress=False)
-    with pytest.raises(ValueError, match="different configuration"):
+    training = tiny_training(max_steps=2, eval_every=2)
+    train(tiny_config(), TRAIN, DEV, tmp_path / "j", training=training, progress=False)
+    with pytest.raises(ValueError, match=r"different configuration \(lr 0\.001 -> 0\.005\)"):
         train(
-            tiny_config(max_steps=2, eval_every=2, lr=5e-3),
+            tiny_config(),
             TRAIN,
             DEV,
             tmp_path / "j",
+            training=training.replace(lr=5e-3),
             progress=False,
         )
+    # A changed judge setting is refused the same way, naming it.
+    with pytest.raises(ValueError, match=r"different configuration \(lora_r 4 -> 8\)"):
+        train(tiny_config(lora_r=8), TRAIN, DEV, tmp_path / "j", training=training, progress=False)
 
 
 def test_curriculum_stage_continues_from_the_previous_best_checkpoint(tmp_path):
-    first = tiny_config(max_steps=6, eval_every=3)
-    second = tiny_config(max_steps=3, eval_every=3, lr=1e-4)
+    first = tiny_training(max_steps=6, eval_every=3)
+    second = tiny_training(max_steps=3, eval_every=3, lr=1e-4)
+    cfg = tiny_config()
     results = train_curriculum(
-        [Stage("s1", first, TRAIN, DEV), Stage("s2", second, TRAIN, DEV)],
+        [
+            Stage("s1", cfg, TRAIN, DEV, training=first),
+            Stage("s2", cfg, TRAIN, DEV, training=second),
+        ],
         tmp_path / "judge",
         progress=False,
     )
@@ -106,7 +124,12 @@ def test_curriculum_stage_continues_from_the_previous_best_checkpoint(tmp_path):
 @pytest.mark.parametrize("likelihood", ["beta", "bernoulli"])
 def test_beta_and_bernoulli_judges_train_and_score(tmp_path, likelihood):
     result = train(
-        tiny_config(likelihood=likelihood, max_steps=6), TRAIN, DEV, tmp_path / "j", progress=False
+        tiny_config(likelihood=likelihood),
+        TRAIN,
+        DEV,
+        tmp_path / "j",
+        training=tiny_training(max_steps=6),
+        progress=False,
     )
     preds = OrcaJudge.from_pretrained(tmp_path / "j").score(DEV[:3])
     assert result.best_dev_rho > 0.5
@@ -118,8 +141,9 @@ def test_items_over_the_character_limit_are_counted_not_silently_dropped(tmp_pat
         it.__class__(**{**it.as_dict(), "ratings": it.ratings, "rationale": "x" * 2000})
         for it in TRAIN[:5]
     ]
+    training = tiny_training(max_steps=2, eval_every=2)
     result = train(
-        tiny_config(max_steps=2, eval_every=2), long + TRAIN, DEV, tmp_path / "j", progress=False
+        tiny_config(), long + TRAIN, DEV, tmp_path / "j", training=training, progress=False
     )
     assert (
         result.metrics["train_removed_over_max_chars"] == 5 and result.metrics["train_items"] == 64
@@ -129,7 +153,14 @@ def test_items_over_the_character_limit_are_counted_not_silently_dropped(tmp_pat
 def test_unrated_training_items_are_rejected_by_id(tmp_path):
     unrated = load_items([{**synthetic_items(1, 9, "u")[0], "ratings": None}])
     with pytest.raises(ValueError, match="train item 'u-0' has no ratings"):
-        train(tiny_config(), unrated + TRAIN, DEV, tmp_path / "j", progress=False)
+        train(
+            tiny_config(),
+            unrated + TRAIN,
+            DEV,
+            tmp_path / "j",
+            training=tiny_training(),
+            progress=False,
+        )
 
 
 @pytest.mark.parametrize(
@@ -149,7 +180,8 @@ def test_a_dev_set_with_an_undefined_correlation_is_refused_before_training(
         ]
     )
     with pytest.raises(ValueError, match=f"Spearman rho is undefined \\({reason}\\)"):
-        train(tiny_config(max_steps=2, eval_every=2), TRAIN, dev, tmp_path / "j", progress=False)
+        training = tiny_training(max_steps=2, eval_every=2)
+        train(tiny_config(), TRAIN, dev, tmp_path / "j", training=training, progress=False)
     assert not (tmp_path / "j").exists()
 
 
@@ -180,24 +212,32 @@ def test_continuing_with_another_pooling_is_refused():
 
 
 def test_gradient_checkpointing_changes_memory_not_results(tmp_path):
-    cfg = tiny_config(max_steps=3, eval_every=1)
-    assert cfg.gradient_checkpointing  # on by default
-    plain = cfg.replace(gradient_checkpointing=False)
-    kept = train(plain, TRAIN, DEV, tmp_path / "kept", progress=False)
+    cfg, training = tiny_config(), tiny_training(max_steps=3, eval_every=1)
+    assert training.gradient_checkpointing  # on by default
+    plain = training.replace(gradient_checkpointing=False)
+    kept = train(cfg, TRAIN, DEV, tmp_path / "kept", training=plain, progress=False)
 
     def stop_at_two(step, record):
         if step == 2:
             raise Interrupt
 
     with pytest.raises(Interrupt):
-        train(cfg, TRAIN, DEV, tmp_path / "recomputed", progress=False, on_step=stop_at_two)
+        train(
+            cfg,
+            TRAIN,
+            DEV,
+            tmp_path / "recomputed",
+            training=training,
+            progress=False,
+            on_step=stop_at_two,
+        )
     rows = [
         json.loads(x) for x in (tmp_path / "recomputed-run" / "log.jsonl").read_text().splitlines()
     ]
     steps = [r for r in rows if "loss" in r]
     assert len(steps) == 2 and all(r["peak_rss_mb"] > 50 for r in steps)
     # How a run computes is not what it computes: the resume switches it off.
-    resumed = train(plain, TRAIN, DEV, tmp_path / "recomputed", progress=False)
+    resumed = train(cfg, TRAIN, DEV, tmp_path / "recomputed", training=plain, progress=False)
     assert resumed.steps == 3
     assert resumed.best_dev_rho == pytest.approx(kept.best_dev_rho, abs=1e-6)
     a = OrcaJudge.from_pretrained(tmp_path / "kept").model.head.weight

@@ -13,6 +13,7 @@ from orca_fixtures import (
     tiny_config,
     tiny_llama_dir,
     tiny_trained_checkpoint,
+    tiny_training,
     write_jsonl,
 )
 
@@ -125,11 +126,18 @@ def test_an_undefined_dev_rho_is_never_kept_as_the_best(tmp_path, monkeypatch):
 
     monkeypatch.setattr(train_module, "agreement", constant_predictions)
     with pytest.raises(ValueError, match="no dev evaluation in 2 steps gave a defined Spearman"):
-        train(tiny_config(max_steps=2, eval_every=1), TRAIN, DEV, tmp_path / "j", progress=False)
+        train(
+            tiny_config(),
+            TRAIN,
+            DEV,
+            tmp_path / "j",
+            training=tiny_training(max_steps=2, eval_every=1),
+            progress=False,
+        )
     assert not (tmp_path / "j").exists()
 
 
-def _interrupt_after(cfg, output, last_step):
+def _interrupt_after(cfg, training, output, last_step):
     """Train until `last_step` has been logged, then stop as a Ctrl-C would."""
 
     def stop(step, record):
@@ -137,23 +145,23 @@ def _interrupt_after(cfg, output, last_step):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        train(cfg, TRAIN, DEV, output, progress=False, on_step=stop)
+        train(cfg, TRAIN, DEV, output, training=training, progress=False, on_step=stop)
 
 
 def test_log_holds_each_step_once_after_a_resume(tmp_path):
-    cfg = tiny_config(max_steps=6, eval_every=2)
-    _interrupt_after(cfg, tmp_path / "j", 3)
-    train(cfg, TRAIN, DEV, tmp_path / "j", progress=False)
+    cfg, training = tiny_config(), tiny_training(max_steps=6, eval_every=2)
+    _interrupt_after(cfg, training, tmp_path / "j", 3)
+    train(cfg, TRAIN, DEV, tmp_path / "j", training=training, progress=False)
     rows = [json.loads(x) for x in (tmp_path / "j-run" / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows if "loss" in r] == [1, 2, 3, 4, 5, 6]
     assert [r["event"] for r in rows if "event" in r] == ["start", "resume", "done"]
 
 
 def test_a_resume_before_the_first_evaluation_does_not_repeat_the_untrained_one(tmp_path):
-    cfg = tiny_config(max_steps=4, eval_every=2, patience=1)
-    _interrupt_after(cfg, tmp_path / "j", 1)  # the state holds only the step-0 evaluation
-    resumed = train(cfg, TRAIN, DEV, tmp_path / "j", progress=False)
-    whole = train(cfg, TRAIN, DEV, tmp_path / "k", progress=False)
+    cfg, training = tiny_config(), tiny_training(max_steps=4, eval_every=2, patience=1)
+    _interrupt_after(cfg, training, tmp_path / "j", 1)  # the state holds only the step-0 evaluation
+    resumed = train(cfg, TRAIN, DEV, tmp_path / "j", training=training, progress=False)
+    whole = train(cfg, TRAIN, DEV, tmp_path / "k", training=training, progress=False)
 
     def evaluated_steps(output):
         log = (tmp_path / f"{output}-run" / "log.jsonl").read_text().splitlines()
@@ -171,10 +179,11 @@ def test_backbone_path_is_stored_resolved_and_backbone_flag_still_overrides(
     model_dir = tiny_llama_dir()
     monkeypatch.chdir(model_dir.parent)
     train(
-        tiny_config(backbone=model_dir.name, max_steps=1, eval_every=1),
+        tiny_config(backbone=model_dir.name),
         TRAIN,
         DEV,
         tmp_path / "j",
+        training=tiny_training(max_steps=1, eval_every=1),
         progress=False,
     )
     meta = json.loads((tmp_path / "j" / "orca_judge.json").read_text())
@@ -203,7 +212,14 @@ def test_temporary_folders_of_a_killed_write_are_cleaned_on_the_next_run(tmp_pat
         assert proc.returncode == -9
     leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(".judge.")]
     assert len(leftovers) == 2 and all(p.stat().st_mode & 0o777 == 0o700 for p in leftovers)
-    train(tiny_config(max_steps=1, eval_every=1), TRAIN, DEV, out, progress=False)
+    train(
+        tiny_config(),
+        TRAIN,
+        DEV,
+        out,
+        training=tiny_training(max_steps=1, eval_every=1),
+        progress=False,
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["judge", "judge-run"]
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
 
@@ -253,21 +269,30 @@ def test_non_finite_judge_outputs_are_refused_naming_an_item():
 
 
 def test_resume_state_of_another_run_with_overwrite_starts_over(tmp_path):
-    train(tiny_config(max_steps=2, eval_every=2), TRAIN, DEV, tmp_path / "j", progress=False)
-    other = tiny_config(max_steps=2, eval_every=2, lr=5e-3)
+    train(
+        tiny_config(),
+        TRAIN,
+        DEV,
+        tmp_path / "j",
+        training=tiny_training(max_steps=2, eval_every=2),
+        progress=False,
+    )
+    other = tiny_training(max_steps=2, eval_every=2, lr=5e-3)
     with pytest.raises(ValueError, match=r"different configuration \(lr 0\.001 -> 0\.005\)"):
-        train(other, TRAIN, DEV, tmp_path / "j", progress=False)
-    result = train(other, TRAIN, DEV, tmp_path / "j", progress=False, overwrite=True)
+        train(tiny_config(), TRAIN, DEV, tmp_path / "j", training=other, progress=False)
+    result = train(
+        tiny_config(), TRAIN, DEV, tmp_path / "j", training=other, progress=False, overwrite=True
+    )
     rows = (tmp_path / "j-run" / "log.jsonl").read_text().splitlines()
     assert result.steps == 2 and json.loads(rows[0])["config"]["lr"] == 5e-3
     assert (tmp_path / "j" / "orca_judge.json").exists()
 
 
 def test_a_resume_state_written_before_data_fingerprints_still_resumes(tmp_path):
-    cfg = tiny_config(max_steps=4, eval_every=2)
-    _interrupt_after(cfg, tmp_path / "j", 2)
+    cfg, training = tiny_config(), tiny_training(max_steps=4, eval_every=2)
+    _interrupt_after(cfg, training, tmp_path / "j", 2)
     path = tmp_path / "j-run" / "state.pt"
     state = torch.load(path, weights_only=True)
     del state["data"]
     torch.save(state, path)
-    assert train(cfg, TRAIN, DEV, tmp_path / "j", progress=False).steps == 4
+    assert train(cfg, TRAIN, DEV, tmp_path / "j", training=training, progress=False).steps == 4

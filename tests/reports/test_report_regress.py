@@ -513,7 +513,7 @@ def test_regress_missing_or_malformed_runs_exit_2_with_one_line_error(runs, caps
     broken.mkdir()
     (broken / "samples_aqua_animal_2026-01-01T00-00-00.jsonl").write_text("{oops\n")
     code, _, err = regress(capsys, "--baseline", str(runs["base"]), "--candidate", str(broken))
-    assert code == 2 and ":1: malformed JSON" in err
+    assert code == 2 and ":1:2: malformed JSON" in err
 
 
 # --- pure statistics ---------------------------------------------------------------------

@@ -222,7 +222,7 @@ def test_a_run_recorded_by_0_1_0_reads_through_the_new_homes():
 def test_malformed_lines_name_file_and_line(tmp_path):
     path = tmp_path / "samples_aqua_animal_2026-01-01T00-00-00.jsonl"
     path.write_text('{"doc": {}}\n\n{oops\n')
-    with pytest.raises(RunError, match=r"jsonl:3: malformed JSON"):
+    with pytest.raises(RunError, match=r"jsonl:3:2: malformed JSON"):
         list(runs.iter_jsonl(path))
     path.write_text('{"doc_id": 0, "doc": {"track": "animal", "options": []}}\n')
     with pytest.raises(RunError, match=r"jsonl:1: malformed AQUA doc \(no field 'id'\)"):
