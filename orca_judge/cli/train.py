@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+from typing import Any
 
 from eval_common.cli import (
     RESUMES,
@@ -40,8 +41,8 @@ def _default_help(f: dataclasses.Field) -> str:
     return f" (default {f.default})"
 
 
-def _add_knob_flags(group: argparse._ArgumentGroup, knobs: type[Knobs]) -> None:
-    """One flag per field of `knobs`, with the field's help and default."""
+def _add_knob_flags(group: Any, knobs: type[Knobs]) -> None:
+    """One flag per field of `knobs` in an argparse argument group, with its help and default."""
     help_texts = knobs.field_help()
     for f in dataclasses.fields(knobs):
         kind = knobs.field_type(f.name)
