@@ -1,7 +1,7 @@
 """ORCA: a learned judge of open-ended answers that predicts the distribution of human ratings.
 
 The names below are the public Python API. They are loaded on first use: `orca_judge.lm_eval`
-is imported when lm-eval starts (see aqua_tasks.startup_hook) and must not pull in torch for
+is imported when lm-eval starts (see eval_plugins.startup_hook) and must not pull in torch for
 `lm_eval ls tasks`.
 """
 

@@ -71,24 +71,14 @@ def command_line_run() -> Iterator[CliRun]:
 
 
 def user_errors() -> tuple[type[Exception], ...]:
-    """Errors in the user's settings or data: reported in one line, not with a traceback."""
-    from aqua_tasks.errors import (
-        AquaDataError,
-        AudioFileError,
-        EndpointError,
-        ModelArgumentError,
-        UncollectedOutcomesError,
-    )
-    from orca_judge.errors import OrcaMetricError
+    """Errors in the user's settings or data: reported in one line, not with a traceback.
 
-    return (
-        OrcaMetricError,
-        AquaDataError,
-        AudioFileError,
-        EndpointError,
-        UncollectedOutcomesError,
-        ModelArgumentError,
-    )
+    Every error of both packages' families (`eval_common.errors.EvalError`), as every console
+    script of ours reports them.
+    """
+    from eval_common.errors import EvalError
+
+    return (EvalError,)
 
 
 def harness_refusal(error: Exception, args: Any) -> str | None:

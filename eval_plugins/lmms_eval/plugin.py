@@ -35,12 +35,11 @@ def on_cli(module: ModuleType) -> None:
     with one line and exit status 2 instead of lmms-eval's traceback and exit 0 (settings are
     checked before lmms-eval indexes its tasks); any other failure of a run with our tasks,
     models or metric orca exits 1."""
-    from aqua_tasks.errors import AquaDataError, AudioFileError, ModelArgumentError
     from aqua_tasks.lmms_eval.run_checks import check_cli_run, is_own_run
     from aqua_tasks.lmms_eval.task import choose_task_matches
+    from eval_common.errors import EvalError
     from eval_plugins.lmms_eval.compat import filter_task_matches, patch_cli
     from eval_plugins.names import LM_EVAL, LMMS_EVAL, load, names_of, targets
-    from orca_judge.errors import CheckpointError
 
     # AQUA's lmms-eval models carry the names of the lm-eval classes they wrap.
     ours = names_of(LMMS_EVAL, "models", "aqua_tasks")
@@ -50,6 +49,6 @@ def on_cli(module: ModuleType) -> None:
         name = str(getattr(args, "model", "") or "")
         check_cli_run(args, load(classes[name]) if name in ours else None)
 
-    errors = (AquaDataError, AudioFileError, CheckpointError, ModelArgumentError)
+    errors = (EvalError,)  # every error of both packages' families
     patch_cli(module, errors, check=check, owns=lambda args: is_own_run(args, ours))
     filter_task_matches(module.TaskManager, choose_task_matches)
