@@ -29,8 +29,9 @@ import soundfile as sf
 
 EXPECTED_RATE = 16000
 DATA_URL_PREFIX = "data:audio/wav;base64,"
-# Fault actions, applied to an item's attempts in order: a status, or a stall past the timeout.
-FAULTS = ("429", "500", "timeout")
+# Fault actions, applied to an item's attempts in order: a status, a stall past the timeout,
+# or an HTTP 200 that carries no usable reply (see `StubConfig.faults`).
+FAULTS = ("429", "500", "timeout", "no-content", "no-choices", "not-json")
 
 
 @dataclass
@@ -65,7 +66,8 @@ class StubConfig:
     # Why generation stopped, per request: "length" stands for a reply cut at max_tokens.
     finish_reason: Callable[[ReceivedRequest], str] = lambda request: "stop"
     # Item marker (a substring of its text) -> actions for its first attempts, then success:
-    # "429", "500", "timeout", or "no-content" (HTTP 200 with `content: null`).
+    # "429", "500", "timeout", or an HTTP 200 with "no-content" (`content: null`),
+    # "no-choices" (a JSON object without `choices`) or "not-json" (a text body).
     faults: Mapping[str, Sequence[str]] = field(default_factory=dict)
     # Item marker -> status returned on every attempt (the message echoes the Authorization
     # header, as careless servers do, so clients can be checked for scrubbing it).
@@ -161,9 +163,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(
         self, status: int, payload: Mapping[str, Any], headers: Mapping | None = None
     ) -> None:
-        data = json.dumps(payload).encode()
+        self._send_bytes(status, json.dumps(payload).encode(), "application/json", headers)
+
+    def _send_bytes(
+        self, status: int, data: bytes, content_type: str, headers: Mapping | None = None
+    ) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
@@ -246,6 +252,12 @@ class _Handler(BaseHTTPRequestHandler):
             request.status = 200
             message = {"role": "assistant", "content": None}
             return self._send(200, {"choices": [{"index": 0, "message": message}]})
+        if action == "no-choices":
+            request.status = 200
+            return self._send(200, {"object": "chat.completion", "choices": []})
+        if action == "not-json":
+            request.status = 200
+            return self._send_bytes(200, b"<html>upstream proxy says hello</html>", "text/html")
         if action == "timeout":
             request.status = 0
             time.sleep(self.state.config.stall_seconds)
