@@ -52,6 +52,7 @@ def make_generator(name: str, settings: GeneratorSettings, bank: Bank) -> IaqdGe
             api_key=settings.api_key,
             temperature=settings.temperature,
             timeout=settings.timeout,
+            connections=settings.concurrency,
             **_maybe("max_tokens", settings.max_tokens),
             **settings.extra,
         )
@@ -79,9 +80,15 @@ def build_items(
 ) -> BuildResult:
     """Build already-read items and write `output` with its manifest beside it."""
     bank = bank or default_bank()
-    if isinstance(generator, str):
-        generator = make_generator(generator, settings, bank)
-    result = build(items, generator, bank, config or BuildConfig(), source=source, on_item=on_item)
+    made = make_generator(generator, settings, bank) if isinstance(generator, str) else None
+    try:
+        result = build(
+            items, made or generator, bank, config or BuildConfig(), source=source, on_item=on_item
+        )
+    finally:
+        close = getattr(made, "close", None)  # a chat generator's connections or model
+        if close is not None:
+            close()
     write_result(result, Path(output))
     return result
 

@@ -23,7 +23,7 @@ from aqua_tasks.build.iaqd import (
 )
 from aqua_tasks.errors import BuildError
 from aqua_tasks.models.api.cache import ReplyCache, cache_file_name, cache_key
-from aqua_tasks.models.api.http import RequestFailure, RetryPolicy, post_json, post_with_retries
+from aqua_tasks.models.api.http import HttpSession, RequestFailure, RetryPolicy, post_with_retries
 from aqua_tasks.models.durable_jsonl import cache_root
 
 SYSTEM_PROMPT = (
@@ -63,6 +63,10 @@ class ChatBackend(Protocol):
         """The reply text; RequestFailure when it could not be had."""
         ...
 
+    def close(self) -> None:
+        """Release what it holds (connections, a loaded model); called when the build is done."""
+        ...
+
 
 class OpenAIChat:
     """Any OpenAI-compatible chat-completions endpoint (vLLM, a hosted model)."""
@@ -78,6 +82,7 @@ class OpenAIChat:
         timeout: float = 60.0,
         policy: RetryPolicy | None = None,
         sleep: Any = None,
+        connections: int = 1,
     ) -> None:
         if not base_url or not model:
             raise BuildError("--iaqd openai needs --base-url and --model")
@@ -88,6 +93,8 @@ class OpenAIChat:
         self.sleep = sleep
         self.http_retries = 0
         self._count_lock = threading.Lock()  # complete() runs in the builder's threads
+        # Kept-alive connections, one per builder thread (`connections`); see close().
+        self._http = HttpSession(timeout, connections)
 
     def identity(self) -> dict[str, Any]:
         """Model and decoding (not the URL or key: a moved server keeps its cache)."""
@@ -109,7 +116,7 @@ class OpenAIChat:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         extra = {"sleep": self.sleep} if self.sleep is not None else {}
         reply, retries = post_with_retries(
-            lambda: post_json(self.base_url, body, headers, self.timeout),
+            lambda: self._http.post_json(self.base_url, body, headers),
             self.policy,
             rng=random.Random(0),
             **extra,
@@ -120,6 +127,10 @@ class OpenAIChat:
             return str(reply["choices"][0]["message"]["content"] or "")
         except (KeyError, IndexError, TypeError):
             raise RequestFailure("reply has no choices[0].message.content") from None
+
+    def close(self) -> None:
+        """Close the kept connections (the build is done)."""
+        self._http.close()
 
 
 class HFChat:
@@ -169,6 +180,10 @@ class HFChat:
             )
         return tokenizer.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True)
 
+    def close(self) -> None:
+        """Drop the loaded model (the build is done)."""
+        self._loaded = None
+
 
 def default_build_cache_dir() -> Path:
     """`$AQUA_CACHE_DIR/build-iaqd`, else under `$XDG_CACHE_HOME/aqua-bench-eval/`."""
@@ -217,6 +232,10 @@ class ChatGenerator:
         text = self.backend.complete(messages)
         self.cache.put(key, {"reply": text})
         return text, False
+
+    def close(self) -> None:
+        """Release the backend's connections or model."""
+        self.backend.close()
 
     def generate(self, request: IaqdRequest, rng: random.Random) -> IaqdOutcome:
         """Ask, validate, ask again with the reason; an outcome without a draft if all fail."""

@@ -156,6 +156,12 @@ def read_request(
 
 class _Handler(BaseHTTPRequestHandler):
     state: StubState  # set per server by `start_stub`
+    # Keep-alive, as model servers speak: a client's connection reuse is then measurable.
+    # Every reply has a Content-Length and every request body is read before replying.
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out as two writes; without TCP_NODELAY (which model servers set) a
+    # kept connection waits for the client's delayed ACK, 40 ms, between them.
+    disable_nagle_algorithm = True
 
     def log_message(self, *args: object) -> None:
         pass
@@ -183,10 +189,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         state, config = self.state, self.state.config
+        length = int(self.headers.get("Content-Length", 0))
+        raw = self.rfile.read(length)  # read first: on a kept connection the next request follows
         if not self.path.rstrip("/").endswith("/chat/completions"):
             return self._error(404, f"no route {self.path}")
-        length = int(self.headers.get("Content-Length", 0))
-        body = json.loads(self.rfile.read(length) or b"{}")
+        body = json.loads(raw or b"{}")
         if config.api_key and self.headers.get("Authorization") != f"Bearer {config.api_key}":
             return self._error(401, "Incorrect API key provided")
         if config.model and body.get("model") != config.model:

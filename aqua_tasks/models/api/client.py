@@ -17,7 +17,7 @@ import sys
 import threading
 import urllib.parse
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,9 +31,9 @@ from aqua_tasks.core.generation_limit import limited_reply
 from aqua_tasks.errors import EndpointError, ModelArgumentError
 from aqua_tasks.models.api.cache import ReplyCache, cache_file_name, cache_key, default_cache_dir
 from aqua_tasks.models.api.http import (
+    HttpSession,
     RequestFailure,
     RetryPolicy,
-    post_json,
     post_with_retries,
     redact,
 )
@@ -115,14 +115,19 @@ def public_url(url: str) -> str:
     return urllib.parse.urlunsplit((parsed.scheme, netloc, parsed.path, "", ""))
 
 
+def _close_when_done(futures: Iterable[Future], session: HttpSession) -> None:
+    wait(futures)
+    session.close()
+
+
 class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
     """Replies from an OpenAI-compatible chat-completions server, clips sent as WAV parts.
 
     Not built on lm-eval's `TemplateAPI` (`local-chat-completions`): it forwards images only
-    (`create_image_prompt`), needs aiohttp and tenacity, and stops the run once a request's
-    retries are spent; this class sends WAV parts with the standard library, honours
-    `Retry-After`, counts retries by reason, caches each reply as it arrives and turns a
-    request that still fails into a `failed_reply` so the run goes on.
+    (`create_image_prompt`) and stops the run once a request's retries are spent; this class
+    sends WAV parts over kept-alive connections, honours `Retry-After`, counts retries by
+    reason, caches each reply as it arrives and turns a request that still fails into a
+    `failed_reply` so the run goes on.
     """
 
     MULTIMODAL = True  # lm-eval refuses audio tasks for models without this flag
@@ -290,7 +295,7 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
             body["stop"] = until
         return body
 
-    def _answer(self, request: Instance, stop: threading.Event) -> str:
+    def _answer(self, request: Instance, stop: threading.Event, session: HttpSession) -> str:
         """The reply to one request: from the cache, from the server, or a failed_reply."""
         context, gen_kwargs = request.args[0], request.args[1] or {}
         wavs = []
@@ -314,9 +319,7 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
             # Read inside the retried call: a 200 without text is a failed attempt (retried,
             # never cached), not an empty answer.
             (text, usage, finish), _ = post_with_retries(
-                lambda: self._reply_text(
-                    post_json(self.base_url, body, self._headers, self.timeout)
-                ),
+                lambda: self._reply_text(session.post_json(self.base_url, body, self._headers)),
                 self.policy,
                 rng=self._rng,
                 on_retry=self._count_retry,
@@ -386,12 +389,13 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
         replies: list[str] = [""] * len(requests)
         stop = threading.Event()
         bar = progress(None, NAME, not disable_tqdm, total=len(requests), unit="req")
+        # One connection per worker, kept alive for the whole run.
+        session = HttpSession(self.timeout, self.num_concurrent)
         executor = ThreadPoolExecutor(max_workers=self.num_concurrent)
+        futures: dict[Future, int] = {}
         try:
-            futures: dict[Future, int] = {
-                executor.submit(self._answer, request, stop): index
-                for index, request in enumerate(requests)
-            }
+            for index, request in enumerate(requests):
+                futures[executor.submit(self._answer, request, stop, session)] = index
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_EXCEPTION)
@@ -406,10 +410,14 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
         except BaseException:
             stop.set()
             executor.shutdown(wait=False, cancel_futures=True)
+            # Requests in flight finish and are cached (Ctrl-C does not wait for them here);
+            # their connections close once they are done.
+            threading.Thread(target=_close_when_done, args=(futures, session), daemon=True).start()
             raise
         finally:
             bar.close()
         executor.shutdown()
+        session.close()
         with self._stats_lock:
             self.stats.requests += len(requests)
         self._print_summary()

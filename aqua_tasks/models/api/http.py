@@ -1,23 +1,26 @@
 """POST JSON to a chat-completions server with retries: backoff, jitter, `Retry-After`.
 
-Standard library only (`urllib`), so API evaluation adds no dependency. Every message this
-module produces has the API key scrubbed from it: servers sometimes echo the header back.
+`HttpSession` keeps a pool of connections alive (httpx2, the maintained continuation of
+httpx), shared by a run's worker threads, so a request to a busy or distant server pays no
+TCP and TLS handshake of its own. Every message this module produces has the API key
+scrubbed from it: servers sometimes echo the header back.
 """
 
 from __future__ import annotations
 
 import email.utils
-import http.client
+import functools
 import json
 import random
-import socket
+import ssl
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from types import TracebackType
 from typing import Any, TypeVar
+
+import httpx2
 
 # Statuses worth another try: rate limit, request timeout, conflict and every server error.
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
@@ -135,64 +138,91 @@ def server_message(body: bytes) -> str:
     return text[:MAX_MESSAGE_CHARS] or "no message"
 
 
-def _http_failure(error: urllib.error.HTTPError, secret: str | None) -> RequestFailure:
-    try:
-        body = error.read()
-    except (OSError, http.client.HTTPException):
-        body = b""
-    status = int(error.code)
-    message = redact(f"HTTP {status}: {server_message(body)}", secret)
+def _http_failure(response: httpx2.Response, secret: str | None) -> RequestFailure:
+    status = response.status_code
+    message = redact(f"HTTP {status}: {server_message(response.content)}", secret)
     retryable = status in RETRYABLE_STATUSES or status >= 500
     return RequestFailure(
         message,
         status=status,
         retryable=retryable,
-        retry_after=parse_retry_after(error.headers.get("Retry-After") if error.headers else None),
+        retry_after=parse_retry_after(response.headers.get("Retry-After")),
         reason="429" if status == 429 else "5xx" if status >= 500 else str(status),
     )
 
 
-def _is_timeout(error: BaseException) -> bool:
-    reason = getattr(error, "reason", None)
-    return isinstance(error, (TimeoutError, socket.timeout)) or isinstance(
-        reason, (TimeoutError, socket.timeout)
-    )
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    # The system's trust store, as urllib reads it. Loading it takes tens of milliseconds:
+    # once per process, and one context serves every connection of every session.
+    return httpx2.create_ssl_context()
 
 
-def post_json(
-    url: str, body: Mapping[str, Any], headers: Mapping[str, str], timeout: float
-) -> dict[str, Any]:
-    """One POST of `body` as JSON; the decoded JSON reply, or RequestFailure.
+class HttpSession:
+    """Kept-alive connections that POST JSON; one per run, shared by its worker threads.
 
-    `timeout` bounds each socket operation (connect, every read), as urllib does.
+    `timeout` bounds each network operation (connect, every read and write); waiting for a
+    free connection is not bounded, since a run never has more requests in flight than
+    `connections`. Close it (or use it as a context manager) when the run is done.
     """
-    secret = _bearer_secret(headers)
-    data = json.dumps(body).encode("utf-8")
-    request = urllib.request.Request(
-        url, data=data, method="POST", headers={"Content-Type": "application/json", **headers}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            raw = response.read()
-    except urllib.error.HTTPError as error:
-        raise _http_failure(error, secret) from None
-    except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
-        if _is_timeout(error):
+
+    def __init__(self, timeout: float, connections: int = 1) -> None:
+        self.timeout = timeout
+        self._client = httpx2.Client(
+            verify=_tls_context(),
+            timeout=httpx2.Timeout(timeout, pool=None),
+            limits=httpx2.Limits(
+                max_connections=connections, max_keepalive_connections=connections
+            ),
+        )
+
+    def __enter__(self) -> HttpSession:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every kept connection."""
+        self._client.close()
+
+    def post_json(
+        self, url: str, body: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """One POST of `body` as JSON; the decoded JSON reply, or RequestFailure."""
+        secret = _bearer_secret(headers)
+        data = json.dumps(body).encode("utf-8")
+        try:
+            response = self._client.post(
+                url, content=data, headers={"Content-Type": "application/json", **headers}
+            )
+        except httpx2.TimeoutException:
             raise RequestFailure(
-                f"no reply within timeout={timeout:g} s", retryable=True, reason="timeout"
+                f"no reply within timeout={self.timeout:g} s", retryable=True, reason="timeout"
             ) from None
-        detail = getattr(error, "reason", None) or error
-        raise RequestFailure(
-            redact(f"connection failed: {detail}", secret), retryable=True, reason="connection"
-        ) from None
-    try:
-        reply = json.loads(raw)
-    except ValueError:
-        reply = None
-    if not isinstance(reply, dict):
-        snippet = " ".join(raw[:200].decode("utf-8", errors="replace").split())
-        raise RequestFailure(redact(f"reply is not a JSON object: {snippet!r}", secret))
-    return reply
+        except httpx2.RequestError as error:  # refused, reset, cut off, a broken reply
+            detail = str(error) or type(error).__name__  # e.g. [Errno 111] Connection refused
+            raise RequestFailure(
+                redact(f"connection failed: {detail}", secret),
+                retryable=True,
+                reason="connection",
+            ) from None
+        if not response.is_success:
+            raise _http_failure(response, secret)
+        raw = response.content
+        try:
+            reply = json.loads(raw)
+        except ValueError:
+            reply = None
+        if not isinstance(reply, dict):
+            snippet = " ".join(raw[:200].decode("utf-8", errors="replace").split())
+            raise RequestFailure(redact(f"reply is not a JSON object: {snippet!r}", secret))
+        return reply
 
 
 def _bearer_secret(headers: Mapping[str, str]) -> str | None:
