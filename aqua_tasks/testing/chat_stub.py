@@ -53,6 +53,7 @@ class ReceivedRequest:
     arrived: float  # time.monotonic()
     status: int = 200
     usage: dict[str, int] = field(default_factory=dict)  # what the reply reported
+    connection: int = 0  # which client connection carried it (1, 2, … in order of opening)
 
 
 @dataclass
@@ -87,6 +88,8 @@ class StubState:
         self.problems: list[str] = []  # audio or payload faults found in requests
         self.attempts: Counter = Counter()  # by item key
         self.replied = 0
+        self.connections = 0  # client connections opened so far
+        self.open_connections = 0  # of those, not yet closed by the client
         self.held = threading.Event()  # set when a request is held (see hold_after)
         self.release = threading.Event()
 
@@ -166,6 +169,20 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
 
+    def setup(self) -> None:
+        super().setup()
+        with self.state.lock:
+            self.state.connections += 1
+            self.state.open_connections += 1
+            self.connection_number = self.state.connections
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            with self.state.lock:
+                self.state.open_connections -= 1
+
     def _send(
         self, status: int, payload: Mapping[str, Any], headers: Mapping | None = None
     ) -> None:
@@ -199,6 +216,7 @@ class _Handler(BaseHTTPRequestHandler):
         if config.model and body.get("model") != config.model:
             return self._error(404, f"The model `{body.get('model')}` does not exist.")
         request, problems = read_request(body, config.require_audio)
+        request.connection = self.connection_number
         with state.lock:
             state.requests.append(request)
             state.problems.extend(problems)

@@ -6,6 +6,8 @@ keep-alive), what a run records may not.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from lm_eval.api.instance import Instance
@@ -60,13 +62,13 @@ def request(doc_id: int, marker: str) -> Instance:
 
 def lm(url: str, **settings: object) -> OpenAIAudioChatLM:
     common = {"model": "m", "api_key_env": "AQUA_FAULT_KEY", "num_concurrent": 4}
-    common |= {"max_retries": 2, "timeout": 0.5, "backoff_base": 0.01, "backoff_max": 1.5}
+    common |= {"max_retries": 2, "timeout": 1.5, "backoff_base": 0.01, "backoff_max": 1.5}
     return OpenAIAudioChatLM(base_url=url, **{**common, **settings})
 
 
 def test_every_fault_mode_gives_the_recorded_reply_retries_and_cache(tmp_path, capsys):
     server, stub = start_stub(
-        StubConfig(api_key=KEY, faults=FAULTS, always_fail=ALWAYS_FAIL, stall_seconds=1.0)
+        StubConfig(api_key=KEY, faults=FAULTS, always_fail=ALWAYS_FAIL, stall_seconds=3.0)
     )
     requests = [request(n, marker) for n, marker in enumerate(MARKERS)]
     try:
@@ -180,10 +182,12 @@ def test_the_model_name_check_gives_the_recorded_line(monkeypatch):
 def test_the_build_client_gets_the_recorded_replies_retries_and_failures():
     faults = {"[500]": ["500", "429"], "[not-json]": ["not-json"], "[timeout]": ["timeout"]}
     server, stub = start_stub(
-        StubConfig(require_audio=False, faults=faults, always_fail={"[broken]": 503})
+        StubConfig(
+            require_audio=False, faults=faults, always_fail={"[broken]": 503}, stall_seconds=3.0
+        )
     )
     policy = RetryPolicy(max_retries=2, backoff_base=0.0, backoff_max=0.0)
-    chat = OpenAIChat(stub_url(server), "m", api_key=KEY, timeout=0.5, policy=policy)
+    chat = OpenAIChat(stub_url(server), "m", api_key=KEY, timeout=1.5, policy=policy)
 
     def ask(marker: str) -> str:
         return chat.complete([{"role": "user", "content": f"Item {marker}"}])
@@ -207,3 +211,33 @@ def test_the_build_client_gets_the_recorded_replies_retries_and_failures():
     )
     assert (broken.value.reason, broken.value.attempts, broken.value.status) == ("5xx", 3, 503)
     assert [r.status for r in stub.requests] == [500, 429, 200, 0, 200, 200, 503, 503, 503]
+
+
+def closed_within(state, seconds: float = 5.0) -> bool:
+    """Whether every client connection the stub saw is closed (soon after the client closes)."""
+    deadline = time.monotonic() + seconds
+    while state.open_connections and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return state.open_connections == 0
+
+
+def test_requests_share_one_kept_connection_per_worker_which_close_with_the_run(tmp_path):
+    server, stub = start_stub(StubConfig(api_key=KEY, latency=0.02, require_audio=False))
+    try:
+        replies = lm(stub_url(server), num_concurrent=3, cache=False).generate_until(
+            [request(n, f"[ok {n}]") for n in range(12)], True
+        )
+        assert replies == [ANSWER] * 12
+        assert closed_within(stub)  # closed when generate_until returned
+        assert len({r.connection for r in stub.requests}) == stub.connections <= 3
+
+        chat = OpenAIChat(stub_url(server), "m", api_key=KEY, connections=2)
+        assert [chat.complete([{"role": "user", "content": "hi"}]) for _ in range(3)] == [
+            ANSWER
+        ] * 3
+        assert stub.connections <= 3 + 1 and stub.open_connections == 1
+        chat.close()
+        assert closed_within(stub)
+    finally:
+        server.shutdown()
+        server.server_close()
