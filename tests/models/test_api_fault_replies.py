@@ -138,11 +138,12 @@ def test_every_fault_mode_gives_the_recorded_reply_retries_and_cache(tmp_path, c
 
 
 def test_a_wrong_key_and_no_server_stop_the_run_with_the_recorded_line():
-    server, _ = start_stub(StubConfig(api_key="sk-the-right-one", model="served"))
+    server, stub = start_stub(StubConfig(api_key="sk-the-right-one", model="served"))
     url = stub_url(server)
     try:
         with pytest.raises(EndpointError) as bad_key:
             lm(url, model="served", cache=False).generate_until([request(0, "[ok]")], True)
+        assert closed_within(stub)  # the stopped run's connections close too
     finally:
         server.shutdown()
         server.server_close()
