@@ -119,7 +119,7 @@ def _members_known(names: list[str], references: Mapping[str, Sequence[Any]]) ->
             # not indexed; `{task: name, ...}` overrides an indexed task (else defines one,
             # which a built-in of that name would replace: not ours to decide).
             name = member.get("group")
-            if name is not None and name not in references:
+            if isinstance(name, str) and name not in references:
                 inline = member.get("task", [])
                 pending += inline if isinstance(inline, list) else [inline]
                 continue

@@ -120,6 +120,8 @@ def test_a_name_a_group_member_or_an_inline_task_it_lacks_needs_the_builtins():
     assert not covers(["my_group"], {**OURS, "my_group": [{"task": "arc_easy", "limit": 1}]})
     assert not covers(["my_group"], {**OURS, "my_group": [{"num_fewshot": 1}]})
     assert not covers(["outer"], {**OURS, "outer": ["inner"], "inner": ["hellaswag"]})
+    for odd in (["aqua_animal"], {"group": ["a", "b"]}, 3, None):  # not lm-eval's shapes
+        assert not covers(["my_group"], {**OURS, "my_group": [odd]})
 
 
 def test_an_inline_group_is_covered_by_its_members():
