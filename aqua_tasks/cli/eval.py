@@ -6,6 +6,7 @@ import sys
 from collections.abc import Sequence
 
 from aqua_tasks.lm_eval.task_folder import task_config_dir
+from aqua_tasks.lm_eval.task_index import indexing_for
 from aqua_tasks.lm_eval.user_tasks import check_user_task_yamls
 from eval_common.cli import RESUMES, command, fail
 from eval_plugins.lm_eval.cli_run import (
@@ -16,7 +17,7 @@ from eval_plugins.lm_eval.cli_run import (
 )
 from eval_plugins.lm_eval.compat import harness_cli, lm_eval_problem
 from eval_plugins.lm_eval.harness_errors import json_flag_problem
-from eval_plugins.lm_eval.registration import register_all
+from eval_plugins.lm_eval.registration import install_task_index, register_all
 from eval_plugins.names import LM_EVAL, targets
 
 PROG = "aqua-eval"
@@ -52,6 +53,7 @@ def model_names() -> list[str]:
 @command(PROG, on_interrupt=RESUMES)
 def main(argv: Sequence[str] | None = None) -> int:
     """Run lm-eval's command line with our task folder on the include path."""
+    from lm_eval.tasks import TaskManager
     from lm_eval.utils import setup_logging
 
     problem = lm_eval_problem()
@@ -60,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Also done by the start-up hook when lm-eval imports; idempotent, and needed when the
     # hook is switched off.
     register_all()
+    install_task_index(TaskManager)
     setup_logging()
     saved_argv = sys.argv
     # lm-eval's parser reads sys.argv itself (it inserts the implicit `run` subcommand there).
@@ -89,7 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 # The CLI accepts one folder; lm-eval's TaskManager accepts a list, ours first.
                 extra = args.include_path
                 args.include_path = [str(task_config_dir())] + ([extra] if extra else [])
-            parser.execute(args)
+            with indexing_for(args):
+                parser.execute(args)
     except Exception as err:
         # Bad settings or data are the user's to fix: one line, not a traceback.
         line = harness_refusal(err, args)

@@ -149,9 +149,11 @@ def extend_run_command(run_cls: type, prog: str = "lm_eval") -> None:
         if _ACTIVE.get() is not None:  # aqua-eval: it checks, collects and reports itself
             execute(args)
             return
+        from aqua_tasks.lm_eval.task_index import indexing_for
+
         try:
             check_run_settings(args)
-            with command_line_run() as record:
+            with command_line_run() as record, indexing_for(args):
                 execute(args)
         except Exception as err:
             line = harness_refusal(err, args)

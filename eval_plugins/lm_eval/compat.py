@@ -11,6 +11,9 @@ Task folder and `--tasks` (skippable):
 - `index_task_folder`: wraps `TaskManager.__init__(self, verbosity, include_path,
   include_defaults, metadata)` (those parameters, in that order) so that every TaskManager
   also indexes the AQUA task folder, and records the last one built (`known_task_names`);
+  in a run that may do without lm-eval's built-in tasks it first builds the index without
+  them, reads its `task_index` entries (`kind.name`, a group's `cfg["task"]`, a tag's `tags`)
+  and builds the full one only where that index lacks something the run needs;
 - `filter_task_matches`: wraps `TaskManager.match_tasks(self, task_list)`, which lm-eval's
   CLI calls once per `--tasks` entry, and reads the TaskManager's `metadata` (`--metadata`);
 - `known_task_names`: the `all_tasks` of the last TaskManager built, for "did you mean";
@@ -91,6 +94,15 @@ CACHE_DEFAULT = "_multimodal_cache_default"
 _LAST_TASK_MANAGER: ContextVar[weakref.ref | None] = ContextVar("last_task_manager", default=None)
 
 IncludePath = Callable[[Any, bool], Any]
+
+
+class BuiltinsNeeded(NamedTuple):
+    """Whether a TaskManager may try an index without lm-eval's built-in tasks, and keep it."""
+
+    may_skip: Callable[[], bool]
+    covered: Callable[[Mapping[str, list[Any]]], bool]
+
+
 # choose(patterns, matches, metadata): the matches to keep.
 ChooseMatches = Callable[[list[str], list[str], Any], list[str]]
 # around(execute, args): runs lm-eval's `run` command (execute(args)) with what it adds.
@@ -110,9 +122,21 @@ def lm_eval_problem() -> str | None:
 # --- task folder and --tasks ---------------------------------------------------------------
 
 
-@seam(HARNESS, "the AQUA tasks in every TaskManager (pass --include_path)", required=False)
-def index_task_folder(task_manager_cls: type, folders: IncludePath) -> None:
-    """Every TaskManager indexes `folders(include_path, include_defaults)`; idempotent."""
+@seam(
+    HARNESS,
+    "the AQUA tasks in every TaskManager (pass --include_path), and AQUA-only runs indexed "
+    "without lm-eval's built-in tasks",
+    required=False,
+)
+def index_task_folder(
+    task_manager_cls: type, folders: IncludePath, builtins: BuiltinsNeeded | None = None
+) -> None:
+    """Every TaskManager indexes `folders(include_path, include_defaults)`; idempotent.
+
+    With `builtins`: where `builtins.may_skip()`, the index is built without lm-eval's
+    built-in tasks first, and kept if `builtins.covered(references)` says it holds what the
+    run needs (`references`: name -> a group's members or a tag's tasks; [] for a task).
+    """
     init = task_manager_cls.__init__
     if getattr(init, _INDEXES_AQUA, False):
         return
@@ -125,11 +149,30 @@ def index_task_folder(task_manager_cls: type, folders: IncludePath) -> None:
         include_defaults: bool = True,
         metadata: dict | None = None,
     ) -> None:
-        init(self, verbosity, folders(include_path, include_defaults), include_defaults, metadata)
+        paths = folders(include_path, include_defaults)
+        narrow = include_defaults and builtins is not None and builtins.may_skip()
+        if narrow:
+            init(self, verbosity, paths, False, metadata)
+            narrow = builtins.covered(_index_references(self))
+        if not narrow:
+            init(self, verbosity, paths, include_defaults, metadata)
         _LAST_TASK_MANAGER.set(weakref.ref(self))
 
     setattr(__init__, _INDEXES_AQUA, True)
     task_manager_cls.__init__ = __init__
+
+
+def _index_references(task_manager: Any) -> dict[str, list[Any]]:
+    """Each indexed name -> the members its group lists or its tag's tasks ([] for a task)."""
+    references: dict[str, list[Any]] = {}
+    for name, entry in task_manager.task_index.items():
+        kind = entry.kind.name
+        if kind == "GROUP":
+            members = (entry.cfg or {}).get("task", [])
+            references[name] = list(members) if isinstance(members, list) else [members]
+        else:
+            references[name] = sorted(entry.tags) if kind == "TAG" else []
+    return references
 
 
 def wrap_match_tasks(task_manager_cls: type, choose: ChooseMatches) -> None:

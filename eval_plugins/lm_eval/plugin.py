@@ -24,13 +24,12 @@ def unsupported_version() -> str | None:
 
 
 def on_task_manager(module: ModuleType) -> None:
-    """lm_eval.tasks.manager imported: every TaskManager also indexes the AQUA task folder,
-    and its glob matches leave out a built track whose file data_dir lacks."""
-    from aqua_tasks.lm_eval.task_folder import with_task_folder
-    from eval_plugins.lm_eval.compat import index_task_folder
-    from eval_plugins.lm_eval.registration import install_task_matching
+    """lm_eval.tasks.manager imported: every TaskManager also indexes the AQUA task folder
+    (without lm-eval's built-in tasks in a run that needs none), and its glob matches leave
+    out a built track whose file data_dir lacks."""
+    from eval_plugins.lm_eval.registration import install_task_index, install_task_matching
 
-    index_task_folder(module.TaskManager, with_task_folder)
+    install_task_index(module.TaskManager)
     install_task_matching(module.TaskManager)
 
 

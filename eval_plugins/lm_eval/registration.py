@@ -37,6 +37,18 @@ def quiet_custom_dataset_hint() -> None:
         task_logger.addFilter(_HINT_FILTER)
 
 
+def install_task_index(task_manager_cls: type) -> None:
+    """lm-eval's TaskManager also indexes the AQUA task folder, and skips lm-eval's built-in
+    tasks in a command-line run that needs none of them; idempotent."""
+    from aqua_tasks.lm_eval.task_folder import with_task_folder
+    from aqua_tasks.lm_eval.task_index import covers_run, may_skip_defaults
+    from eval_plugins.lm_eval.compat import BuiltinsNeeded, index_task_folder
+
+    index_task_folder(
+        task_manager_cls, with_task_folder, BuiltinsNeeded(may_skip_defaults, covers_run)
+    )
+
+
 def install_task_matching(task_manager_cls: type) -> None:
     """lm-eval's TaskManager leaves unbuilt built tracks out of glob matches; idempotent."""
     from aqua_tasks.lm_eval.task_folder import choose_task_matches

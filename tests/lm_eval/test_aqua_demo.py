@@ -11,6 +11,7 @@ import pytest
 
 from aqua_tasks.core.data import load_items
 from aqua_tasks.lm_eval.demo import demo_questions, run_demo, write_demo_data
+from aqua_tasks.lm_eval.task_folder import task_config_dir
 from eval_plugins.lm_eval.registration import register_all
 
 pytestmark = pytest.mark.slow
@@ -27,9 +28,20 @@ def test_demo_questions_follow_the_released_four_type_layout(tmp_path):
     assert len(list(audio_root.rglob("*.wav"))) == 18
 
 
-def test_demo_scores_baselines_as_expected(tmp_path):
+def test_demo_scores_baselines_as_expected(tmp_path, monkeypatch):
+    from lm_eval.tasks._index import TaskIndex
+
+    indexed = []
+    build = TaskIndex.build
+    monkeypatch.setattr(
+        TaskIndex,
+        "build",
+        staticmethod(lambda paths, **kw: indexed.append(paths) or build(paths, **kw)),
+    )
     register_all()
     results = run_demo(tmp_path, clips_per_class=1)
+    # The demo's TaskManager indexes our task folder alone, not lm-eval's ~14 700 built-ins.
+    assert indexed == [[task_config_dir()]]
     reject = results["aqua-always-reject"]
     for track in ("animal", "music", "vocal"):
         # Rejecting everything: every unanswerable item right, CA 100 % wherever defined.
