@@ -57,6 +57,7 @@ metadata:
 @pytest.fixture(scope="module")
 def logged_run(tmp_path_factory, released_dir) -> dict:
     """One plain `lm_eval` run: AQUA's tracks and a user task judged by ORCA, both loggers on."""
+    pytest.importorskip("wandb")  # the `wandb` extra, part of `test`
     root = tmp_path_factory.mktemp("loggers")
     qa = [
         {
@@ -111,7 +112,6 @@ def logged_run(tmp_path_factory, released_dir) -> dict:
 
 @pytest.fixture(scope="module")
 def wandb_run(logged_run):
-    pytest.importorskip("wandb")
     from wandb_runs import read_offline_run
 
     return read_offline_run(logged_run["wandb_dir"])
