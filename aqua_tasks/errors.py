@@ -17,7 +17,8 @@
         ├── ModelArgumentError (ValueError)            a model argument of our models
         ├── EndpointError (RuntimeError)               a server that refuses every request
         ├── UncollectedOutcomesError (RuntimeError)    per-item values that never reached results
-        └── PlottingUnavailable (RuntimeError)         matplotlib (the `plot` extra) is missing
+        ├── PlottingUnavailable (RuntimeError)         matplotlib (the `plot` extra) is missing
+        └── LoggerUnavailable (RuntimeError)           wandb (the `wandb` extra) is missing
 
 Callers catch the narrowest class they handle, or `AquaError`; every console script runs
 through `eval_common.cli.run_command`, which turns the family into one line and an exit status.
@@ -111,3 +112,7 @@ class UncollectedOutcomesError(AquaError, RuntimeError):
 
 class PlottingUnavailable(AquaError, RuntimeError):
     """matplotlib (the `plot` extra) is not installed."""
+
+
+class LoggerUnavailable(AquaError, RuntimeError):
+    """wandb (the `wandb` extra), which `--wandb_args` needs, is not installed."""

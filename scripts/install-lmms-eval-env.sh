@@ -33,13 +33,17 @@ $PIP install --quiet "${PIN[@]}" "$TORCH_SPEC" transformers accelerate datasets 
     'filelock<4' peft regex numpy scipy tqdm 'lm-eval>=0.4.13,<0.5' pytest pytest-xdist
 $PIP install --quiet "${PIN[@]}" --no-deps 'lmms-eval==0.7.3'
 # This package with its `plot` extra (matplotlib: the charts of `aqua-report`, which the
-# documented commands make). Its other dependencies are installed above, so pip adds only
-# the extra's packages (pinned in the constraints file like the rest).
-$PIP install --quiet "${PIN[@]}" -e "$HERE[plot]"
+# documented commands make) and its `wandb` extra (lmms-eval's `--wandb_args`). Its other
+# dependencies are installed above, so pip adds only the extras' packages (pinned in the
+# constraints file like the rest; lmms-eval's own metadata names an older wandb, which its
+# --no-deps install never reads).
+$PIP install --quiet "${PIN[@]}" -e "$HERE[plot,wandb]"
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md
 import lmms_eval  # noqa: F401  (fails here, not in the first run, if the set is incomplete)
 import matplotlib  # noqa: F401  (aqua-report's charts)
+import wandb  # noqa: F401  (--wandb_args)
 print("lmms-eval", md.version("lmms-eval"), "| torch", md.version("torch"),
-      "| filelock", md.version("filelock"), "| matplotlib", md.version("matplotlib"))
+      "| filelock", md.version("filelock"), "| matplotlib", md.version("matplotlib"),
+      "| wandb", md.version("wandb"))
 PY

@@ -101,7 +101,8 @@ def harness_refusal(error: Exception, args: Any) -> str | None:
 
 def check_run_settings(args: Any) -> None:
     """Refuse, before lm-eval indexes tasks, `--metadata` an AQUA run cannot use
-    (AquaDataError) and bad model arguments of this package's models (ModelArgumentError)."""
+    (AquaDataError), bad model arguments of this package's models (ModelArgumentError) and
+    `--wandb_args` without wandb installed (LoggerUnavailable)."""
     from aqua_tasks.core.run_settings import check_aqua_metadata, selects_aqua_tasks
 
     if getattr(args, "command", "run") != "run":
@@ -109,6 +110,25 @@ def check_run_settings(args: Any) -> None:
     if selects_aqua_tasks(getattr(args, "tasks", None)):
         check_aqua_metadata(getattr(args, "metadata", None))
     check_model_args(args)
+    check_loggers(args)
+
+
+def check_loggers(args: Any) -> None:
+    """LoggerUnavailable for `--wandb_args` without wandb, before any model is loaded.
+
+    lm-eval's W&B logger only warns when wandb is missing, then fails on its first use of it
+    with a traceback; a nightly job should read the fix in one line instead.
+    """
+    from aqua_tasks.errors import LoggerUnavailable
+
+    if not getattr(args, "wandb_args", None):
+        return
+    try:
+        import wandb  # noqa: F401
+    except ImportError:
+        raise LoggerUnavailable(
+            "--wandb_args needs the wandb package: pip install 'aqua-bench-eval[wandb]'"
+        ) from None
 
 
 def check_model_args(args: Any) -> None:
