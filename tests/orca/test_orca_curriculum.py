@@ -1,12 +1,12 @@
 """An honest curriculum: one held-out split per run, normalised questions, the shipped example."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 import yaml
 from orca_fixtures import synthetic_items, tiny_llama_dir, write_jsonl
+from shared_data import shared_path
 
 from orca_judge import data
 from orca_judge.cli import train as cli_train
@@ -188,11 +188,10 @@ def test_shipped_curriculum_trains_one_step_per_stage_on_a_tiny_model(tmp_path, 
 
 # The human ratings in the tests' shared data, passed explicitly (the configs read
 # data/orca-human/, which `orca-fetch-ratings` writes).
-SHARED = Path(os.environ.get("AQUA_SHARED_DIR", REPO.parent / "shared"))
-HUMAN = (SHARED / "data" / "orca-human").resolve()
+HUMAN = shared_path("orca-human").resolve()
 
 
-@pytest.mark.skipif(not (HUMAN / "train.jsonl").exists(), reason="human ratings not present")
+@pytest.mark.shared_data("orca-human")
 def test_shipped_curriculum_loads_and_splits_the_human_ratings_as_shipped():
     planned = load_stages(plan_stages(SHIPPED, data_dir=HUMAN), heldout_fraction=0.5)
     stages, heldout, source = planned.stages, planned.heldout, planned.heldout_source
@@ -238,7 +237,7 @@ def test_a_synthesize_stage_trains_on_rule_rated_candidates_built_from_its_file(
     assert "stage s0-synthetic: synthesize='maybe': expected true/false" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not (HUMAN / "train.jsonl").exists(), reason="human ratings not present")
+@pytest.mark.shared_data("orca-human")
 def test_shipped_synthetic_curriculum_keeps_the_plain_held_out_split():
     def load(config):
         return load_stages(plan_stages(config, data_dir=HUMAN), heldout_fraction=0.5)
