@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +50,15 @@ def pytest_configure(config: pytest.Config) -> None:
     # (tests/shared_cache.py) to remove at the end.
     if not hasattr(config, "workerinput") and config.option.testrunuid is None:
         config.option.testrunuid = uuid.uuid4().hex
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Files with a slow test first (setup.cfg keeps this order for xdist), then the others,
+    # most tests first as xdist would. xdist's own order put the few-test, minute-long files
+    # last, so that the run ended on one of them while the other workers had nothing to do.
+    per_file = Counter(item.path for item in items)
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: (0, 0) if item.path in slow else (1, -per_file[item.path]))
 
 
 @pytest.hookimpl(tryfirst=True)  # before the test's fixtures read the data

@@ -178,6 +178,7 @@ def _run_shipped(data_dir, output, capsys):
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_shipped_curriculum_trains_one_step_per_stage_on_a_tiny_model(tmp_path, capsys):
     write_jsonl(tmp_path / "train.jsonl", synthetic_items(24, 1, "tr"))
     write_jsonl(tmp_path / "dev.jsonl", synthetic_items(30, 2, "dv"))
@@ -206,6 +207,7 @@ def test_shipped_curriculum_loads_and_splits_the_human_ratings_as_shipped():
 SYNTHETIC = REPO / "configs" / "orca" / "curriculum-synthetic.yaml"
 
 
+@pytest.mark.slow
 def test_a_synthesize_stage_trains_on_rule_rated_candidates_built_from_its_file(tmp_path, capsys):
     from orca_judge.training.synthetic import build_synthetic_items
 
