@@ -74,6 +74,7 @@ def test_one_held_out_split_excludes_every_stages_training_questions_and_every_d
         assert dev1 == dev2 and len(dev1) + len(held) == len(dev)
 
 
+@pytest.mark.slow
 def test_curriculum_run_reports_every_stages_data_and_one_held_out_set(tmp_path, capsys):
     early = synthetic_items(32, 1, "a")
     late = synthetic_items(32, 3, "b")
@@ -117,6 +118,7 @@ def test_curriculum_run_reports_every_stages_data_and_one_held_out_set(tmp_path,
     assert f"held-out: {held['items']} items on 4 questions of {tmp_path / 'dev.jsonl'}" in text
 
 
+@pytest.mark.slow
 def test_python_plans_loads_and_splits_the_curriculum_the_command_trains(tmp_path, capsys):
     write_jsonl(tmp_path / "early.jsonl", synthetic_items(24, 1, "a"))
     write_jsonl(tmp_path / "late.jsonl", synthetic_items(24, 3, "b"))
