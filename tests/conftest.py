@@ -6,12 +6,14 @@ import os
 import shutil
 import tempfile
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
 from shared_cache import run_folder_for, shared_artefact
+from shared_data import fold_missing_data_skip, require_marked_data, shared_data, shared_path
 
 # Nothing in the tests may reach the Hugging Face Hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -22,9 +24,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ["AQUA_CACHE_DIR"] = tempfile.mkdtemp(prefix="aqua-cache-")
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("AQUA_SHARED_DIR", REPO.parent / "shared"))
-RELEASED_DIR = SHARED / "data" / "aqua-bench"
-DEMO_AUDIO_DIR = SHARED / "data" / "aqua-demo-audio"
+RELEASED_DIR = shared_path("aqua-bench")
+DEMO_AUDIO_DIR = shared_path("aqua-demo-audio")
 # The real clips of the authors' demo, keyed by the end of the released audio_filename.
 REAL_CLIPS = {
     "ESC-50-master/audio_16k/4-181955-C-3.wav": "4-181955-C-3.wav",
@@ -51,6 +52,25 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.testrunuid = uuid.uuid4().hex
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Files with a slow test first (setup.cfg keeps this order for xdist), then the others,
+    # most tests first as xdist would. xdist's own order put the few-test, minute-long files
+    # last, so that the run ended on one of them while the other workers had nothing to do.
+    per_file = Counter(item.path for item in items)
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: (0, 0) if item.path in slow else (1, -per_file[item.path]))
+
+
+@pytest.hookimpl(tryfirst=True)  # before the test's fixtures read the data
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    require_marked_data(item)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> pytest.TestReport:
+    return fold_missing_data_skip((yield))
+
+
 @pytest.hookimpl(trylast=True)  # after xdist has stopped the workers
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
@@ -60,18 +80,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def released_dir() -> Path:
-    if not RELEASED_DIR.is_dir():
-        pytest.fail(f"released AQUA-Bench files not found at {RELEASED_DIR} (set AQUA_SHARED_DIR)")
-    return RELEASED_DIR
+    return shared_data("aqua-bench")
 
 
 @pytest.fixture(scope="session")
 def demo_audio_dir() -> Path:
-    return DEMO_AUDIO_DIR
+    return shared_data("aqua-demo-audio")
 
 
 @pytest.fixture(scope="session")
-def released_audio_root(released_dir) -> Path:
+def released_audio_root(released_dir, demo_audio_dir) -> Path:
     """Audio for every clip of the three main tracks at its resolved path (shared, read-only).
 
     The three clips the authors published are the real files; the others are short

@@ -6,19 +6,20 @@ shadow the `conftest` name.
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
+from shared_data import shared_path
 
-SHARED = Path(os.environ.get("AQUA_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
-MMAU_TEST_MINI = SHARED / "data" / "mmau" / "mmau-test-mini.json"
+MMAU_TEST_MINI = shared_path("mmau") / "mmau-test-mini.json"
 MMAU_DEMO_ID = "6aee68bf-6629-442b-981d-ae8195597c8e"
 # The one MMAU test-mini clip in the shared data.
-MMAU_DEMO_CLIP = SHARED / "data" / "aqua-demo-audio" / f"{MMAU_DEMO_ID}.wav"
+MMAU_DEMO_CLIP = shared_path("aqua-demo-audio") / f"{MMAU_DEMO_ID}.wav"
+# The mark of every test that reads the MMAU questions or the demo clip.
+NEEDS_MMAU_DATA = pytest.mark.shared_data("mmau", "aqua-demo-audio")
 STAND_IN_RATES = (16000, 22050, 32000, 44100)
 
 

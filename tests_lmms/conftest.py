@@ -1,9 +1,9 @@
 """Fixtures of the lmms-eval tests: the main suite's data fixtures, a CLI runner, ORCA data.
 
 These tests run in the second environment (scripts/install-lmms-eval-env.sh), never in the
-main one: `python -m pytest -q tests_lmms`. The shared data is found as tests/conftest.py
-finds it (AQUA_SHARED_DIR, else beside the repository); the tiny offline judges of
-tests/orca_fixtures.py are reused from there.
+main one: `python -m pytest -q tests_lmms`. The shared data is found, and skipped without, as
+in the main suite (tests/shared_data.py); the tiny offline judges of tests/orca_fixtures.py
+are reused from there.
 """
 
 from __future__ import annotations
@@ -23,11 +23,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-SHARED = Path(os.environ.get("AQUA_SHARED_DIR", REPO.parent / "shared"))
-ORCA_HUMAN_DIR = SHARED / "data" / "orca-human"
 # tests/orca_fixtures.py builds the tiny judges; one copy of it serves both test folders.
 if str(REPO / "tests") not in sys.path:
     sys.path.insert(0, str(REPO / "tests"))
+from shared_data import shared_data  # noqa: E402  (found through the path set just above)
 
 # The released data and the real/stand-in clips, found as the main suite finds them.
 _spec = importlib.util.spec_from_file_location("aqua_main_conftest", REPO / "tests" / "conftest.py")
@@ -36,8 +35,11 @@ _spec.loader.exec_module(_main)
 released_dir = _main.released_dir
 demo_audio_dir = _main.demo_audio_dir
 released_audio_root = _main.released_audio_root
-# The shared test artefacts are removed by the controller at the end of the run.
+# The shared test artefacts are removed by the controller at the end of the run; a test
+# marked `shared_data` is skipped (or, in CI, failed) without its data, as in the main suite.
 pytest_configure = _main.pytest_configure
+pytest_runtest_setup = _main.pytest_runtest_setup
+pytest_runtest_makereport = _main.pytest_runtest_makereport
 pytest_sessionfinish = _main.pytest_sessionfinish
 
 
@@ -79,7 +81,4 @@ def lmms_samples(folder: Path, task: str) -> list[dict]:
 
 @pytest.fixture(scope="session")
 def orca_human_dev() -> Path:
-    path = ORCA_HUMAN_DIR / "dev.jsonl"
-    if not path.is_file():
-        pytest.fail(f"ORCA human ratings not found at {path} (set AQUA_SHARED_DIR)")
-    return path
+    return shared_data("orca-human") / "dev.jsonl"

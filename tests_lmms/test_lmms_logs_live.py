@@ -24,9 +24,6 @@ from aqua_tasks.cli import score as cli_score
 from aqua_tasks.core.data import TRACKS, load_items
 from aqua_tasks.lmms_eval import include_path
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("AQUA_SHARED_DIR", REPO.parent / "shared"))
-RELEASED = SHARED / "data" / "aqua-bench"
 BIN = Path(sys.executable).parent
 LIMIT = 8
 TASKS = ",".join(f"aqua_{t}" for t in TRACKS)
@@ -42,10 +39,8 @@ def run(*args: object, env: dict | None = None) -> None:
 
 
 @pytest.fixture(scope="module")
-def data() -> Path:
-    if not RELEASED.is_dir():
-        pytest.fail(f"released AQUA-Bench files not found at {RELEASED} (set AQUA_SHARED_DIR)")
-    return RELEASED
+def data(released_dir) -> Path:
+    return released_dir
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from mmau_fixtures import (
     MMAU_DEMO_CLIP,
     MMAU_DEMO_ID,
     MMAU_TEST_MINI,
+    NEEDS_MMAU_DATA,
     check_first_option_mmau_figures,
     write_mmau_audio,
 )
@@ -96,6 +97,7 @@ def _metrics(results: dict, task: str) -> dict[str, float]:
     return {k.split(",")[0]: v for k, v in results["results"][task].items() if "," in k}
 
 
+@NEEDS_MMAU_DATA
 def test_first_option_text_only_beside_the_released_tracks_gives_the_hand_computed_figures(runs):
     results = lmms_results(_ok(runs, "four"))
     assert {"aqua_animal", "aqua_music", "aqua_vocal", "aqua_mmau"} <= set(results["results"])
@@ -109,6 +111,7 @@ def test_first_option_text_only_beside_the_released_tracks_gives_the_hand_comput
     assert "left out" not in runs[3]["four"].stderr
 
 
+@NEEDS_MMAU_DATA
 def test_always_reject_with_the_real_clip_and_synthesized_audio(runs):
     _, entries, audio, _ = runs
     results = lmms_results(_ok(runs, "reject_audio"))
@@ -128,6 +131,7 @@ def test_always_reject_with_the_real_clip_and_synthesized_audio(runs):
     ]
 
 
+@NEEDS_MMAU_DATA
 def test_aqua_glob_with_the_released_tracks_only_leaves_mmau_out_in_one_line(runs):
     results = lmms_results(_ok(runs, "released"))
     assert set(results["results"]) == {"aqua_animal", "aqua_music", "aqua_vocal"}

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from shared_data import shared_data, shared_path
 
 from aqua_tasks.audio import clips as audio_module
 from aqua_tasks.audio.clips import (
@@ -30,10 +31,8 @@ from aqua_tasks.cli.audio import main
 from aqua_tasks.core.data import TRACK_FILE_STEMS, load_items
 from aqua_tasks.errors import AquaDataError, AudioFileError
 
-SHARED = Path(os.environ.get("AQUA_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared"))
-SHARED = SHARED / "data"
-DATA_DIR = SHARED / "aqua-bench"
-DEMO_AUDIO = SHARED / "aqua-demo-audio"
+DATA_DIR = shared_path("aqua-bench")
+DEMO_AUDIO = shared_path("aqua-demo-audio")
 DEMO_CLIPS = ["4-181955-C-3.wav", "Acoustic_Guitar-2940.wav", "m1553_0_cough.wav"]
 DEMO_CLIPS.append("6aee68bf-6629-442b-981d-ae8195597c8e.wav")
 
@@ -76,9 +75,10 @@ def tiny_data_dir(tmp_path_factory) -> Path:
         "vocal": None,
         "music": {FLUTE_NAME, SPACED_NAME, PIANO_NAME},
     }
+    released = shared_data("aqua-bench")
     for track, names in keep.items():
         stem = TRACK_FILE_STEMS[track]
-        entries = json.loads((DATA_DIR / f"{stem}.json").read_text(encoding="utf-8"))
+        entries = json.loads((released / f"{stem}.json").read_text(encoding="utf-8"))
         kept = (
             entries[:12] if names is None else [e for e in entries if e["audio_filename"] in names]
         )
@@ -98,6 +98,7 @@ def run_cli(capsys, *argv: str) -> tuple[int, dict]:
 # --- decoding ------------------------------------------------------------------------------
 
 
+@pytest.mark.shared_data("aqua-demo-audio")
 @pytest.mark.parametrize("name", DEMO_CLIPS)
 def test_load_audio_resamples_each_real_clip_to_16k_mono_float32(name):
     path = DEMO_AUDIO / name
@@ -114,6 +115,7 @@ def test_load_audio_resamples_each_real_clip_to_16k_mono_float32(name):
     assert 0.95 < energy_ratio < 1.05
 
 
+@pytest.mark.shared_data("aqua-demo-audio")
 def test_load_audio_leaves_a_16k_clip_unchanged():
     path = DEMO_AUDIO / "m1553_0_cough.wav"
     original, _ = sf.read(path, dtype="float32")
@@ -159,6 +161,7 @@ def test_roots_from_lm_eval_metadata_prefer_the_track_root():
         AudioRoots.from_settings({"animal_audio_root": 3})
 
 
+@pytest.mark.shared_data("aqua-bench")
 def test_released_names_are_the_ones_these_tests_use():
     names = {track: set(referenced(DATA_DIR, track)) for track in ("animal", "vocal", "music")}
     assert ANIMAL_NAME in names["animal"]
@@ -271,6 +274,7 @@ def test_audio_for_item_returns_a_lazy_16k_mapping(tmp_path):
     assert audio["array"].shape == (8000,)
 
 
+@pytest.mark.shared_data("aqua-demo-audio")
 def test_lazy_audio_decodes_on_every_access_without_caching():
     audio = LazyAudio(DEMO_AUDIO / "Acoustic_Guitar-2940.wav")
     first, second = audio["array"], audio["array"]
@@ -279,6 +283,7 @@ def test_lazy_audio_decodes_on_every_access_without_caching():
     assert not any(isinstance(getattr(audio, s), np.ndarray) for s in audio.__slots__)
 
 
+@pytest.mark.shared_data("aqua-demo-audio")
 def test_lazy_audio_repr_is_short_and_it_pickles_and_copies():
     audio = LazyAudio(DEMO_AUDIO / "m1553_0_cough.wav")
     expected = f"LazyAudio({str(DEMO_AUDIO / 'm1553_0_cough.wav')!r}, 16000 Hz)"

@@ -8,11 +8,11 @@ reply from the cache.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from shared_cache import shared_artefact
+from shared_data import shared_data, shared_path
 
 from aqua_tasks.build.api import MMAU_OUTPUT, GeneratorSettings, build_file
 from aqua_tasks.build.builder import manifest_path
@@ -20,8 +20,7 @@ from aqua_tasks.build.iaqd_llm import SYSTEM_PROMPT
 from aqua_tasks.cli import build as cli_build
 from aqua_tasks.testing.tiny_audio_lm import build_tiny_chat_lm
 
-SHARED = Path(os.environ.get("AQUA_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared"))
-MMAU = SHARED / "data" / "mmau" / "mmau-test-mini.json"
+MMAU = shared_path("mmau") / "mmau-test-mini.json"
 LIMIT = 3
 ATTEMPTS = 2
 # Short replies keep the tiny model's generation to milliseconds.
@@ -35,6 +34,7 @@ def chat_model() -> Path:
 
 @pytest.fixture(scope="module")
 def hf_build(tmp_path_factory, chat_model):
+    shared_data("mmau")
     root = tmp_path_factory.mktemp("hf-build")
     settings = GeneratorSettings(
         model=str(chat_model), cache_dir=str(root / "cache"), max_attempts=ATTEMPTS, extra=EXTRA

@@ -6,14 +6,15 @@ import contextlib
 import io
 
 import pytest
-from conftest import SHARED
+from shared_data import shared_path
 
 from aqua_tasks.build.builder import BuildResult, write_result
 from aqua_tasks.cli import build as cli_build
 from aqua_tasks.core.data import load_items, load_json_file
 from aqua_tasks.errors import AquaDataError
 
-MMAU = SHARED / "data" / "mmau" / "mmau-test-mini.json"
+pytestmark = pytest.mark.shared_data("mmau")
+MMAU = shared_path("mmau") / "mmau-test-mini.json"
 MMAU_FILE = "AQUA-Bench-MMAU-Track.json"
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from shared_data import shared_data, shared_path
 
 from aqua_tasks.build.api import MMAU_OUTPUT, GeneratorSettings, build_file
 from aqua_tasks.build.source import read_source
@@ -16,8 +17,7 @@ from aqua_tasks.errors import BuildError
 from aqua_tasks.models.api.http import RetryPolicy
 from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
 
-SHARED = Path(os.environ.get("AQUA_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared"))
-MMAU = SHARED / "data" / "mmau" / "mmau-test-mini.json"
+MMAU = shared_path("mmau") / "mmau-test-mini.json"
 LIMIT = 12
 MODEL = "stub-writer"
 FAST = {"policy": RetryPolicy(max_retries=2, backoff_base=0.0, backoff_max=0.0)}
@@ -39,6 +39,7 @@ build_file(sys.argv[3], sys.argv[4], generator="openai", settings=settings, limi
 
 @pytest.fixture(scope="module")
 def items():
+    shared_data("mmau")
     return read_source(MMAU)[:LIMIT]
 
 

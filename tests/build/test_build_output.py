@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
+import pytest
+from shared_data import shared_path
+
 from aqua_tasks.cli import build as cli_build
 
-SHARED = Path(os.environ.get("AQUA_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared"))
-MMAU = SHARED / "data" / "mmau" / "mmau-test-mini.json"
+pytestmark = pytest.mark.shared_data("mmau")
+MMAU = shared_path("mmau") / "mmau-test-mini.json"
 
 
 def _error(capsys) -> str:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import time
-from pathlib import Path
 
 import pytest
+from shared_data import shared_data, shared_path
 
 from aqua_tasks.build.api import MMAU_OUTPUT, build_file
 from aqua_tasks.build.builder import manifest_path
@@ -16,21 +15,20 @@ from aqua_tasks.build.source import FieldMap, read_source
 from aqua_tasks.build.text import is_rejection_like, option_key, terms
 from aqua_tasks.cli import build as cli_build
 
-SHARED = Path(os.environ.get("AQUA_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared"))
-MMAU = SHARED / "data" / "mmau" / "mmau-test-mini.json"
+MMAU = shared_path("mmau") / "mmau-test-mini.json"
 DEMO_ID = "6aee68bf-6629-442b-981d-ae8195597c8e"
 PASTED_ID = "7a1dcecc-d303-4759-940b-5d02d2a8c77e"
 
 
 @pytest.fixture(scope="module")
 def source():
-    if not MMAU.is_file():
-        pytest.fail(f"MMAU test-mini not found at {MMAU}")
+    shared_data("mmau")
     return {item.id: item for item in read_source(MMAU)}
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    shared_data("mmau")
     out = tmp_path_factory.mktemp("mmau")
     started = time.perf_counter()
     result = build_file(MMAU, out, config=None)

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from mmau_fixtures import MMAU_DEMO_CLIP, MMAU_DEMO_ID, MMAU_TEST_MINI, NEEDS_MMAU_DATA
 from shared_cache import shared_artefact
 from test_readme_commands import readme_commands, run_entry_point, run_shell
 
@@ -26,12 +27,11 @@ from aqua_tasks.build.source import read_source
 from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
 from aqua_tasks.testing.tiny_audio_lm import build_tiny_audio_lm, build_tiny_chat_lm
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, NEEDS_MMAU_DATA]
 REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("AQUA_SHARED_DIR", REPO.parent / "shared"))
-MMAU = SHARED / "data" / "mmau" / "mmau-test-mini.json"
-DEMO_ID = "6aee68bf-6629-442b-981d-ae8195597c8e"
-DEMO_CLIP = SHARED / "data" / "aqua-demo-audio" / f"{DEMO_ID}.wav"
+MMAU = MMAU_TEST_MINI
+DEMO_ID = MMAU_DEMO_ID
+DEMO_CLIP = MMAU_DEMO_CLIP
 # Items built by the commands that ask a model (the page builds all 1000 of test-mini).
 LLM_LIMIT = {"openai": 12, "hf": 3}
 SKIPPED = {

@@ -72,6 +72,7 @@ def test_every_console_script_runs_a_cli_module_named_after_it():
         assert callable(importlib.import_module(module).main)
 
 
+@pytest.mark.slow
 def test_every_console_script_answers_help_with_its_own_name():
     procs = {
         command: subprocess.Popen(

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 from orca_fixtures import synthetic_items, tiny_llama_dir, tiny_trained_checkpoint, write_jsonl
+from shared_data import shared_data
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -229,6 +230,7 @@ def readme() -> list[str]:
 @pytest.fixture(scope="module")
 def ran(readme, released_dir, released_audio_root, tmp_path_factory) -> dict[str, dict]:
     """Every README command not in SKIPPED, run in one scratch folder."""
+    mmau = shared_data("mmau") / "mmau-test-mini.json"
     work = tmp_path_factory.mktemp("readme")
     (work / "my_tasks").mkdir()
     rated = synthetic_items(4, 5, "mt")
@@ -239,7 +241,7 @@ def ran(readme, released_dir, released_audio_root, tmp_path_factory) -> dict[str
     )
     write_jsonl(work / "items.jsonl", synthetic_items(6, 3, "it"))  # the user's own items
     # aqua-build's inputs: MMAU test-mini as downloaded, and another benchmark's JSONL.
-    shutil.copy(released_dir.parent / "mmau" / "mmau-test-mini.json", work)
+    shutil.copy(mmau, work)
     write_jsonl(work / "other.jsonl", OTHER_BENCHMARK)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatServer)
     threading.Thread(target=server.serve_forever, daemon=True).start()

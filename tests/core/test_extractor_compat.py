@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # every test runs the real command lines
 LEGACY = Path(__file__).parents[1] / "data" / "legacy_run_0_1_0"
 BIN = Path(sys.executable).parent
 

@@ -21,6 +21,7 @@ from mmau_fixtures import (
     MMAU_DEMO_CLIP,
     MMAU_DEMO_ID,
     MMAU_TEST_MINI,
+    NEEDS_MMAU_DATA,
     check_first_option_mmau_figures,
     write_mmau_audio,
 )
@@ -35,7 +36,7 @@ from aqua_tasks.errors import AquaDataError
 from aqua_tasks.reports.run_metrics import load_run_metrics
 from aqua_tasks.task.definition import build_docs
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, NEEDS_MMAU_DATA]
 MMAU = MMAU_TEST_MINI
 MMAU_FILE = "AQUA-Bench-MMAU-Track.json"
 DEMO_ID = MMAU_DEMO_ID

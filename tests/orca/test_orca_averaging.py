@@ -17,6 +17,7 @@ from orca_judge.data import load_items
 from orca_judge.training.averaging import average_checkpoints, average_lora
 from orca_judge.training.loop import train
 
+pytestmark = pytest.mark.slow  # tiny judges trained for real, several times
 TRAIN = load_items(synthetic_items(64, 1, "tr"))
 DEV = load_items(synthetic_items(24, 2, "dv"))
 

@@ -32,6 +32,7 @@ from orca_judge.errors import BackboneMismatchError, CheckpointError
 ITEMS = synthetic_items(12, seed=5, prefix="eval")
 
 
+@pytest.mark.slow
 def test_save_then_load_gives_bit_identical_predictions(tmp_path):
     judge = OrcaJudge.from_pretrained(tiny_trained_checkpoint())
     first = judge.score(ITEMS, batch_size=4)

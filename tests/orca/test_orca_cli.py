@@ -29,6 +29,7 @@ TINY = [
 ]
 
 
+@pytest.mark.slow
 def test_orca_train_writes_a_checkpoint_and_reports_held_out_metrics(tmp_path, capsys):
     train = write_jsonl(tmp_path / "train.jsonl", synthetic_items(48, 1, "tr"))
     dev = write_jsonl(tmp_path / "dev.jsonl", synthetic_items(30, 2, "dv"))
@@ -60,6 +61,7 @@ def test_orca_train_writes_a_checkpoint_and_reports_held_out_metrics(tmp_path, c
     assert stored["dev"]["n"] + summary["heldout"]["n"] == 30
 
 
+@pytest.mark.slow
 def test_orca_train_runs_a_curriculum_from_yaml_with_flags_overriding_it(tmp_path, capsys):
     write_jsonl(tmp_path / "train.jsonl", synthetic_items(32, 1, "tr"))
     write_jsonl(tmp_path / "dev.jsonl", synthetic_items(16, 2, "dv"))
@@ -186,6 +188,7 @@ class _DiskFillsUp:
         self._handle.close()
 
 
+@pytest.mark.slow
 def test_orca_train_disk_full_while_adding_held_out_metrics_keeps_metrics_json_intact(
     tmp_path, monkeypatch, capsys
 ):

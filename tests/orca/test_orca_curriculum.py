@@ -1,12 +1,12 @@
 """An honest curriculum: one held-out split per run, normalised questions, the shipped example."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 import yaml
 from orca_fixtures import synthetic_items, tiny_llama_dir, write_jsonl
+from shared_data import shared_path
 
 from orca_judge import data
 from orca_judge.cli import train as cli_train
@@ -74,6 +74,7 @@ def test_one_held_out_split_excludes_every_stages_training_questions_and_every_d
         assert dev1 == dev2 and len(dev1) + len(held) == len(dev)
 
 
+@pytest.mark.slow
 def test_curriculum_run_reports_every_stages_data_and_one_held_out_set(tmp_path, capsys):
     early = synthetic_items(32, 1, "a")
     late = synthetic_items(32, 3, "b")
@@ -117,6 +118,7 @@ def test_curriculum_run_reports_every_stages_data_and_one_held_out_set(tmp_path,
     assert f"held-out: {held['items']} items on 4 questions of {tmp_path / 'dev.jsonl'}" in text
 
 
+@pytest.mark.slow
 def test_python_plans_loads_and_splits_the_curriculum_the_command_trains(tmp_path, capsys):
     write_jsonl(tmp_path / "early.jsonl", synthetic_items(24, 1, "a"))
     write_jsonl(tmp_path / "late.jsonl", synthetic_items(24, 3, "b"))
@@ -178,6 +180,7 @@ def _run_shipped(data_dir, output, capsys):
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_shipped_curriculum_trains_one_step_per_stage_on_a_tiny_model(tmp_path, capsys):
     write_jsonl(tmp_path / "train.jsonl", synthetic_items(24, 1, "tr"))
     write_jsonl(tmp_path / "dev.jsonl", synthetic_items(30, 2, "dv"))
@@ -188,11 +191,10 @@ def test_shipped_curriculum_trains_one_step_per_stage_on_a_tiny_model(tmp_path, 
 
 # The human ratings in the tests' shared data, passed explicitly (the configs read
 # data/orca-human/, which `orca-fetch-ratings` writes).
-SHARED = Path(os.environ.get("AQUA_SHARED_DIR", REPO.parent / "shared"))
-HUMAN = (SHARED / "data" / "orca-human").resolve()
+HUMAN = shared_path("orca-human").resolve()
 
 
-@pytest.mark.skipif(not (HUMAN / "train.jsonl").exists(), reason="human ratings not present")
+@pytest.mark.shared_data("orca-human")
 def test_shipped_curriculum_loads_and_splits_the_human_ratings_as_shipped():
     planned = load_stages(plan_stages(SHIPPED, data_dir=HUMAN), heldout_fraction=0.5)
     stages, heldout, source = planned.stages, planned.heldout, planned.heldout_source
@@ -207,6 +209,7 @@ def test_shipped_curriculum_loads_and_splits_the_human_ratings_as_shipped():
 SYNTHETIC = REPO / "configs" / "orca" / "curriculum-synthetic.yaml"
 
 
+@pytest.mark.slow
 def test_a_synthesize_stage_trains_on_rule_rated_candidates_built_from_its_file(tmp_path, capsys):
     from orca_judge.training.synthetic import build_synthetic_items
 
@@ -238,7 +241,7 @@ def test_a_synthesize_stage_trains_on_rule_rated_candidates_built_from_its_file(
     assert "stage s0-synthetic: synthesize='maybe': expected true/false" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not (HUMAN / "train.jsonl").exists(), reason="human ratings not present")
+@pytest.mark.shared_data("orca-human")
 def test_shipped_synthetic_curriculum_keeps_the_plain_held_out_split():
     def load(config):
         return load_stages(plan_stages(config, data_dir=HUMAN), heldout_fraction=0.5)

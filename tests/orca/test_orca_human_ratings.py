@@ -8,12 +8,12 @@ that `datasets.load_dataset` reads from files.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import datasets
 import pytest
 import yaml
+from shared_data import shared_data
 
 from orca_judge.cli import fetch_ratings as cli_fetch
 from orca_judge.data import load_items
@@ -22,13 +22,11 @@ from orca_judge.human_ratings import human_rating_splits, write_human_ratings
 from orca_judge.training.plan import plan_stages
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("AQUA_SHARED_DIR", REPO.parent / "shared"))
-HUMAN = SHARED / "data" / "orca-human"
 N = {"train": 12, "dev": 5}
 
 
 def real_rows(name: str) -> list[dict]:
-    lines = (HUMAN / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = (shared_data("orca-human") / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines[: N[name]]]
 
 

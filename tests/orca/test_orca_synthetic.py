@@ -5,16 +5,16 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from shared_data import shared_path
 
 from orca_judge.cli import synthesize as cli_synthesize
 from orca_judge.data import OrcaItem, load_items, normalize_question
 from orca_judge.training.heldout import split_heldout
 from orca_judge.training.synthetic import NON_ANSWERS, RATINGS, build_synthetic_items
 
-HUMAN = Path(__file__).resolve().parents[3] / "shared" / "data" / "orca-human"
+HUMAN = shared_path("orca-human")
 
 
 def _item(i, question, reference, candidate="x"):
@@ -102,6 +102,7 @@ def test_kinds_can_be_chosen_and_bad_input_is_refused():
         build_synthetic_items([ITEMS[0], ITEMS[1]])
 
 
+@pytest.mark.shared_data("orca-human")
 def test_built_from_the_training_file_the_heldout_split_is_unchanged():
     """Synthetic questions are the training file's, so they add none the held-out could hold."""
     train = load_items(HUMAN / "train.jsonl", require_ratings=True)

@@ -22,6 +22,7 @@ def _dev_curve(run_dir):
     return {r["step"]: r["dev"]["rho"] for r in rows if "dev" in r}
 
 
+@pytest.mark.slow
 def test_tiny_model_learns_the_synthetic_rating_task(tmp_path):
     training = tiny_training(max_steps=15)
     result = train(tiny_config(), TRAIN, DEV, tmp_path / "judge", training=training, progress=False)
@@ -51,6 +52,7 @@ class Interrupt(Exception):
     pass
 
 
+@pytest.mark.slow
 def test_resumed_run_ends_exactly_like_an_uninterrupted_one(tmp_path):
     cfg, training = tiny_config(), tiny_training(max_steps=8, eval_every=2)
     train(cfg, TRAIN, DEV, tmp_path / "full", training=training, progress=False)
@@ -121,6 +123,7 @@ def test_curriculum_stage_continues_from_the_previous_best_checkpoint(tmp_path):
     assert (tmp_path / "judge" / "orca_judge.json").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("likelihood", ["beta", "bernoulli"])
 def test_beta_and_bernoulli_judges_train_and_score(tmp_path, likelihood):
     result = train(

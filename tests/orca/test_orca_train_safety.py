@@ -65,6 +65,7 @@ def test_an_existing_user_folder_is_refused_as_output_and_left_untouched(tmp_pat
     assert (precious / ".chapter2.tex.tmp").read_text() == "an editor's backup"
 
 
+@pytest.mark.slow
 def test_rerunning_the_same_command_resumes_but_another_run_cannot_replace_the_checkpoint(
     tmp_path, data, capsys
 ):
@@ -148,6 +149,7 @@ def _interrupt_after(cfg, training, output, last_step):
         train(cfg, TRAIN, DEV, output, training=training, progress=False, on_step=stop)
 
 
+@pytest.mark.slow
 def test_log_holds_each_step_once_after_a_resume(tmp_path):
     cfg, training = tiny_config(), tiny_training(max_steps=6, eval_every=2)
     _interrupt_after(cfg, training, tmp_path / "j", 3)
@@ -157,6 +159,7 @@ def test_log_holds_each_step_once_after_a_resume(tmp_path):
     assert [r["event"] for r in rows if "event" in r] == ["start", "resume", "done"]
 
 
+@pytest.mark.slow
 def test_a_resume_before_the_first_evaluation_does_not_repeat_the_untrained_one(tmp_path):
     cfg, training = tiny_config(), tiny_training(max_steps=4, eval_every=2, patience=1)
     _interrupt_after(cfg, training, tmp_path / "j", 1)  # the state holds only the step-0 evaluation
@@ -197,6 +200,7 @@ def test_backbone_path_is_stored_resolved_and_backbone_flag_still_overrides(
     assert "elsewhere" in _one_line_error(capsys)
 
 
+@pytest.mark.slow
 def test_temporary_folders_of_a_killed_write_are_cleaned_on_the_next_run(tmp_path):
     out = tmp_path / "judge"
     killed = (

@@ -37,6 +37,7 @@ from aqua_tasks.reports.run_metrics import load_run_metrics, split_task
 from aqua_tasks.reports.tables import COLUMNS, UNPARSED, build_table
 from aqua_tasks.runs import read_run
 
+pytestmark = pytest.mark.slow  # four aqua-eval runs over released tracks, then reports
 LIMIT = 480  # 120 clips of the track: every clip's four items are in the run
 
 

@@ -191,6 +191,7 @@ def test_authors_file_mixing_tracks_is_scored_per_track(capsys, tmp_path, releas
     assert "mixes tracks (animal, vocal) and entry 3's audio path tells none" in err
 
 
+@pytest.mark.slow
 def test_scoring_reporting_and_regressing_import_neither_lm_eval_nor_datasets(tmp_path):
     script = (
         "import sys, contextlib, io\n"
