@@ -1,13 +1,13 @@
 """lm-eval's `--use_cache` for audio requests: cache keys from a digest of the audio content.
 
-lm-eval 0.4.13 keys its response cache on a JSON dump of each request's arguments; its JSON
-fallback (`lm_eval.api.model._multimodal_cache_default`) knows bytes and images only, so an
-audio request (`{"audio": [LazyAudio | {"array": ndarray, ...}]}`) raises `TypeError` before
-anything runs. `audio_cache_default` extends that fallback (installed in its place by
-`eval_plugins.lm_eval.compat.patch_cache_keys`): a clip becomes the SHA-256 of its content
-(file bytes for a LazyAudio, samples and rate for an array), so the same clip gives the same
-key wherever it lives and a changed clip never reuses a stale reply. Everything else is left
-to lm-eval's own fallback. Pure: no harness is imported here.
+lm-eval 0.4.13 keys its response cache on a JSON dump of each request's arguments; the JSON
+fallback it uses for multimodal arguments knows bytes and images only, so an audio request
+(`{"audio": [LazyAudio | {"array": ndarray, ...}]}`) raises `TypeError` before anything runs.
+`audio_cache_default` extends a fallback: a clip becomes the SHA-256 of its content (file bytes
+for a LazyAudio, samples and rate for an array), so the same clip gives the same key wherever it
+lives and a changed clip never reuses a stale reply; everything else is left to the fallback.
+Pure: no harness is imported or touched here; the plugin edge puts it in place of lm-eval's
+(`eval_plugins.lm_eval.compat.patch_cache_keys`, the one place that names lm-eval's internal).
 """
 
 from __future__ import annotations
