@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from aqua_tasks.core.data import TRACKS, UNANSWERABLE_TYPES
 from aqua_tasks.core.scoring import ItemOutcome, as_outcome
-from aqua_tasks.core.task_name import MAIN_FAMILY, choice_task
+from aqua_tasks.core.task_name import MAIN_FAMILY, TaskName, choice_task
 
 # The all-tracks row of main tasks is named like lm-eval's group over them.
 MAIN_ROW = MAIN_FAMILY
@@ -36,7 +36,7 @@ def all_tracks_rows(tasks: Iterable[str]) -> dict[str, list[str]]:
 
 def pooled_tracks(members: Iterable[str]) -> list[str]:
     """The tracks an all-tracks row pools, from its member tasks ('aqua_mmau' → 'mmau')."""
-    names = [(task, choice_task(task)) for task in members]
+    names = [(task, TaskName.parse(task)) for task in members]
     return [name.track if name is not None else task for task, name in names]
 
 

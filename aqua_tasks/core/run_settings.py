@@ -9,7 +9,7 @@ from pathlib import Path
 from aqua_tasks.core.data import BUILT_TRACKS, data_help, file_stem, has_track_file
 from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, get_extractor_name
-from aqua_tasks.core.task_name import TaskName
+from aqua_tasks.core.task_name import OPEN_FAMILY, TaskName
 from aqua_tasks.errors import AquaDataError
 from eval_common.cli import parse_bool
 
@@ -23,6 +23,8 @@ AQUA_METADATA_KEYS: tuple[str, ...] = (
     "extractor",
     "exclude_defective",
     "audio",
+    "judge",
+    "judge_threshold",
 )
 AUDIO_ROOT_KEYS = AQUA_METADATA_KEYS[1:6]
 
@@ -78,8 +80,9 @@ def unbuilt_matches(
     named = {p.strip() for p in patterns}
     data_dir = (metadata or {}).get("data_dir") if isinstance(metadata, Mapping) else None
     left_out = {}
-    for track in BUILT_TRACKS:
-        task = TaskName.for_questions(track).format()
+    tasks = [(t, TaskName.for_questions(t).format()) for t in BUILT_TRACKS]
+    tasks += [(t, TaskName(OPEN_FAMILY, t).format()) for t in BUILT_TRACKS]
+    for track, task in tasks:
         if task in matches and task not in named and not has_track_file(data_dir, track):
             left_out[task] = (
                 f"{task} left out of {', '.join(sorted(named))}: data_dir {str(data_dir)!r} has "

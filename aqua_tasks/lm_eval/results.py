@@ -20,8 +20,17 @@ import math
 from collections.abc import Mapping, Sequence
 
 from aqua_tasks.core.intervals import metric_stderrs
+from aqua_tasks.core.open_ended import (
+    OPEN_COUNTS,
+    OPEN_LOWER_IS_BETTER,
+    OPEN_METRICS,
+    open_figures,
+    open_stderrs,
+    pool_open,
+)
 from aqua_tasks.core.pooling import all_tracks_rows, pooled_label
-from aqua_tasks.core.scoring import ALL_METRICS, COUNT_METRICS, LOWER_IS_BETTER
+from aqua_tasks.core.scoring import ALL_METRICS, COUNT_METRICS, LOWER_IS_BETTER, ItemOutcome
+from aqua_tasks.core.task_name import OPEN_FAMILY, TaskName
 from aqua_tasks.runs.scoring import row_figures
 
 # Bootstrap replicates for a CA's standard error (lm-eval's bootstrap_iters caps it; 0: none).
@@ -119,4 +128,61 @@ def fix_aqua_results(
     fixed["group_subtasks"] = subtasks
     fixed["higher_is_better"] = directions
     fixed["versions"] = versions
+    return fixed
+
+
+# task -> filter -> (per-item open values, the outcomes the judge decided)
+OpenSites = Mapping[str, Mapping[str, tuple[Sequence[Mapping], Sequence[ItemOutcome]]]]
+
+
+def open_directions() -> dict[str, bool | None]:
+    """lm-eval's higher_is_better of every open-ended figure; None (no arrow) for counts."""
+    return {m: None if m in OPEN_COUNTS else m not in OPEN_LOWER_IS_BETTER for m in OPEN_METRICS}
+
+
+def _write_open(row: dict, filter_key: str, figures: Mapping, stderrs: Mapping) -> None:
+    for metric in OPEN_METRICS:
+        stderr_key = f"{metric}_stderr,{filter_key}"
+        if metric in OPEN_COUNTS:
+            row[f"{metric},{filter_key}"] = int(figures[metric])
+            row.pop(stderr_key, None)
+            continue
+        row[f"{metric},{filter_key}"] = figures[metric]
+        stderr = stderrs.get(metric, math.nan)
+        row[stderr_key] = NO_STDERR if math.isnan(stderr) else stderr
+
+
+def fix_open_results(
+    results: Mapping, sites: OpenSites, *, n_boot: int = STDERR_BOOT, seed: int = 0
+) -> dict:
+    """A copy of a results dict with every open-ended task's figures, stderrs and counts, and
+    an all-tracks `aqua-open` row pooled over clips when two tracks or more ran."""
+    fixed = dict(results)
+    table = {k: dict(v) for k, v in (results.get("results") or {}).items()}
+    directions = {k: dict(v) for k, v in (results.get("higher_is_better") or {}).items()}
+    subtasks = {k: list(v) for k, v in (results.get("group_subtasks") or {}).items()}
+    sites = {t: by_filter for t, by_filter in sites.items() if t in table and by_filter}
+
+    def stderrs(values: Sequence[Mapping], judged: Sequence[ItemOutcome]) -> Mapping:
+        return open_stderrs(values, judged, n_boot=n_boot, seed=seed) if n_boot else {}
+
+    for task, by_filter in sites.items():
+        for filter_key, (values, judged) in by_filter.items():
+            _write_open(
+                table[task], filter_key, open_figures(values, judged), stderrs(values, judged)
+            )
+        directions[task] = directions.get(task, {}) | open_directions()
+    members = sorted(t for t in sites if (n := TaskName.parse(t)) is not None and n.is_open_ended)
+    if len(members) >= 2:
+        row = {"alias": pooled_label(OPEN_FAMILY, members), "name": OPEN_FAMILY}
+        row["sample_len"] = sum(int(table[m].get("sample_len", 0)) for m in members)
+        for filter_key in sorted(set.intersection(*(set(sites[m]) for m in members))):
+            values, judged = pool_open({m: sites[m][filter_key] for m in members})
+            _write_open(row, filter_key, open_figures(values, judged), stderrs(values, judged))
+        table[OPEN_FAMILY] = row
+        subtasks[OPEN_FAMILY] = members
+        directions[OPEN_FAMILY] = open_directions()
+    fixed["results"] = table
+    fixed["group_subtasks"] = subtasks
+    fixed["higher_is_better"] = directions
     return fixed

@@ -8,9 +8,10 @@ from lm_eval.api.task import ConfigurableTask
 
 from aqua_tasks.core.scoring import as_outcome
 from aqua_tasks.errors import UncollectedOutcomesError
-from aqua_tasks.lm_eval.results import STDERR_BOOT, fix_aqua_results
+from aqua_tasks.lm_eval.results import STDERR_BOOT, fix_aqua_results, fix_open_results
 from aqua_tasks.task.aggregations import aqua_metric_of
 from aqua_tasks.task.config import prepare_task_config, with_manifest
+from aqua_tasks.task.open_ended import open_metric_of
 
 
 class AquaTask(ConfigurableTask):
@@ -43,8 +44,12 @@ def fix_results(task_dict: Mapping, results: dict, bootstrap_iters: int) -> dict
 
     collected = aggregated_values()
     outcomes = {}
+    open_sites = {}
     for task in built_tasks(task_dict):
         name = str(task.task_name)
+        if any(open_metric_of(fn) is not None for fn in task.aggregation().values()):
+            open_sites[name] = open_task_sites(name, collected)
+            continue
         ours = {m for m, fn in task.aggregation().items() if aqua_metric_of(fn) is not None}
         if not ours:
             continue
@@ -61,4 +66,27 @@ def fix_results(task_dict: Mapping, results: dict, bootstrap_iters: int) -> dict
         }
         if by_filter:
             outcomes[name] = by_filter
-    return fix_aqua_results(results, outcomes, n_boot=min(bootstrap_iters, STDERR_BOOT))
+    n_boot = min(bootstrap_iters, STDERR_BOOT)
+    fixed = fix_aqua_results(results, outcomes, n_boot=n_boot)
+    return fix_open_results(fixed, open_sites, n_boot=n_boot) if open_sites else fixed
+
+
+def open_task_sites(name: str, collected: Mapping) -> dict:
+    """An open task's per filter values and judged outcomes (its judge pass, run once)."""
+    from aqua_tasks.task.open_ended import site_outcomes
+
+    if name not in collected:
+        raise UncollectedOutcomesError(
+            f"{name}: lm-eval's per-item values of this open-ended AQUA task never reached the "
+            "results step (eval_plugins.lm_eval.compat did not wrap this lm-eval's per-task "
+            "aggregation)"
+        )
+    sites = {}
+    for (metric, filter_key), values in collected[name].items():
+        if metric != "acc" or filter_key in sites:
+            continue
+        try:
+            sites[filter_key] = (list(values), site_outcomes(name, filter_key, values))
+        except Exception:  # the judge failed: its aggregation logged why; lm-eval's NaN stays
+            continue
+    return sites

@@ -23,8 +23,8 @@ from aqua_tasks.core.run_settings import AQUA_METADATA_KEYS, unbuilt_matches
 from aqua_tasks.core.scoring import ALL_METRICS, unpack_outcome
 from aqua_tasks.core.settings_place import LMMS_EVAL_PLACE, settings_given_in
 from aqua_tasks.errors import AquaDataError
-from aqua_tasks.task import definition
-from aqua_tasks.task.config import prepare_task_config, with_manifest
+from aqua_tasks.task import definition, open_ended
+from aqua_tasks.task.config import is_open_form, prepare_task_config, with_manifest
 from aqua_tasks.task.definition import doc_to_audio, load_dataset
 
 METADATA_ENV = LMMS_EVAL_PLACE
@@ -101,7 +101,9 @@ class AquaTask(ConfigurableTask):
     def download(self, dataset_kwargs: Mapping | None = None) -> None:
         """Build the docs from the local released files (never fetched; no retries)."""
         with settings_given_in(LMMS_EVAL_PLACE):
-            self.dataset = load_dataset(**{**self._aqua_settings, **(dataset_kwargs or {})})
+            settings = {**self._aqua_settings, **(dataset_kwargs or {})}
+            build = open_ended.load_dataset if is_open_form(dataset_kwargs) else load_dataset
+            self.dataset = build(**settings)
         # The docs hold file paths, never decoded audio: the media-free copy is the same.
         self.dataset_no_image = self.dataset
 

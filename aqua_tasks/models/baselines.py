@@ -11,11 +11,15 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.model import LM
 from tqdm import tqdm
 
+from aqua_tasks.core.open_ended import ABSTENTION_REFERENCE
 from aqua_tasks.errors import ModelArgumentError
 from aqua_tasks.models.model_args import bounded_int, refuse_unknown
 from aqua_tasks.runs import read_run, require_aqua_items
 
 logger = logging.getLogger(__name__)
+
+# What `aqua-always-reject` says to an open-ended question: the abstention reference itself.
+OPEN_ABSTENTION = ABSTENTION_REFERENCE
 
 
 def _option_reply(doc: Mapping, index: int) -> str:
@@ -23,12 +27,25 @@ def _option_reply(doc: Mapping, index: int) -> str:
 
 
 def _doc(request: Instance) -> Mapping:
-    if not isinstance(request.doc, Mapping) or "options" not in request.doc:
+    doc = request.doc
+    if not isinstance(doc, Mapping) or not ("options" in doc or is_open_doc(doc)):
         raise ValueError(
             f"task {request.task_name!r} doc {request.doc_id}: AQUA baseline models answer only "
-            "aqua_* tasks (their docs carry the options)"
+            "aqua_* and aqua-open_* tasks (their docs carry the options or the class names)"
         )
-    return request.doc
+    return doc
+
+
+def is_open_doc(doc: Mapping) -> bool:
+    """Whether a doc is one of an open-ended AQUA task (no options; the class names hidden)."""
+    return doc.get("form") == "open" and "classes" in doc
+
+
+def _class_name(doc: Mapping, index: int) -> str:
+    classes = list(doc["classes"])
+    if not classes:
+        raise ValueError(f"aqua-open item {doc['id']}: its clip has no class names to answer")
+    return classes[index % len(classes)]
 
 
 class AquaBaselineLM(LM):
@@ -80,13 +97,15 @@ class AquaBaselineLM(LM):
 
 
 class AlwaysRejectLM(AquaBaselineLM):
-    """Always answers the last option, where AQUA puts the rejection option."""
+    """Always answers the last option, where AQUA puts the rejection option; open: abstains."""
 
     NAME = "aqua-always-reject"
 
     def answer(self, request: Instance) -> str:
-        """The last option as '(e) text'."""
+        """The last option as '(e) text'; on an open-ended item, an abstention."""
         doc = _doc(request)
+        if is_open_doc(doc):
+            return OPEN_ABSTENTION
         return _option_reply(doc, len(doc["options"]) - 1)
 
 
@@ -96,8 +115,9 @@ class FirstOptionLM(AquaBaselineLM):
     NAME = "aqua-first-option"
 
     def answer(self, request: Instance) -> str:
-        """The first option as '(a) text'."""
-        return _option_reply(_doc(request), 0)
+        """The first option as '(a) text'; on an open-ended item, the first class name."""
+        doc = _doc(request)
+        return _class_name(doc, 0) if is_open_doc(doc) else _option_reply(doc, 0)
 
 
 class RandomOptionLM(AquaBaselineLM):
@@ -114,6 +134,8 @@ class RandomOptionLM(AquaBaselineLM):
         """A seeded random option; independent of batch order and --limit."""
         doc = _doc(request)
         rng = random.Random(f"{self.seed}|{request.task_name}|{doc['id']}")
+        if is_open_doc(doc):
+            return _class_name(doc, rng.randrange(max(len(doc["classes"]), 1)))
         return _option_reply(doc, rng.randrange(len(doc["options"])))
 
 
@@ -137,7 +159,13 @@ class ReplayLM(AquaBaselineLM):
         run = read_run(self.path, data_dir=data_dir or None)
         for note in run.notes:  # e.g. which data folder an lmms-eval log's items came from
             logger.warning("aqua-replay: %s", note)
-        self.replies = {r.key: r.reply for r in require_aqua_items(run)}
+        open_items = [r for r in run.items if r.item is None and is_open_doc(r.doc)]
+        items = list(open_items) if open_items and not run.aqua_items else require_aqua_items(run)
+        if run.aqua_items:
+            items = [*run.aqua_items, *open_items]
+        self.replies = {
+            (r.task, int(r.doc["id"]) if r.item is None else r.item.id): r.reply for r in items
+        }
         self.saved = Counter(task for task, _ in self.replies)
 
     def answer(self, request: Instance) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.task.definition import docs_arguments, task_manifest
+from aqua_tasks.task.open_ended import FORM, open_manifest
 
 logger = logging.getLogger(__name__)
 
@@ -26,9 +27,32 @@ def prepare_task_config(
     return config
 
 
+def is_open_form(dataset_kwargs: Mapping | None) -> bool:
+    """Whether a task's dataset_kwargs build the open-ended form (`form: open`)."""
+    return (dataset_kwargs or {}).get("form") == FORM
+
+
+def with_judge(metadata: Mapping) -> dict:
+    """The metadata with a `judge` setting handed to the task's orca entry as its checkpoint.
+
+    `judge` is the open tasks' short name for `orca.checkpoint`; one given there wins.
+    """
+    metadata = dict(metadata)
+    judge = metadata.get("judge")
+    orca = metadata.get("orca")
+    if judge and not (isinstance(orca, Mapping) and orca.get("checkpoint")):
+        metadata["orca"] = {**(orca if isinstance(orca, Mapping) else {}), "checkpoint": judge}
+    return metadata
+
+
 def with_manifest(metadata: Mapping, dataset_kwargs: Mapping | None) -> dict:
     """The task's metadata with `aqua_manifest`: the manifest of the task these settings build."""
     # Recorded in the harness's results ("configs" -> metadata), also under plain lm_eval:
     # the one copy of the manifest fields the docs leave out (see manifest.DOC_FIELDS).
     settings = {**metadata, **(dataset_kwargs or {})}
+    if is_open_form(dataset_kwargs):
+        manifest = open_manifest(
+            str(settings.get("track")), settings.get("data_dir"), settings.get("judge_threshold")
+        )
+        return with_judge(metadata) | {"aqua_manifest": manifest}
     return dict(metadata) | {"aqua_manifest": task_manifest(**docs_arguments(settings))}

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from orca_judge.errors import OrcaMetricError
-from orca_judge.metric.judge_pass import JudgeSession, active_session, session_scope
+from orca_judge.metric.judge_pass import JudgePass, JudgeSession, active_session, session_scope
 from orca_judge.metric.payloads import PAYLOAD_MARK, judge_inputs, payloads
 from orca_judge.metric.per_item import write_pending, write_per_item
 from orca_judge.metric.settings import resolve_settings
@@ -65,28 +65,53 @@ def check_payloads(items: Sequence[Any]) -> None:
         )
 
 
-def aggregate(items: Sequence[Any]) -> float:
-    """Score the items of one (task, filter) once per evaluation; return the items' figure."""
-    check_payloads(items)
-    site_task, filter_name = site_of(items)
-    figure = items[0][PAYLOAD_MARK]
-    task = items[0].get("task") or site_task
+def _pass_inputs(items: Sequence[Any]) -> list[dict[str, Any]]:
     inputs = []
     for index, item in enumerate(items):
         record = dict(item["inputs"])
         if record.get("index") is None:
             record["index"] = index
         inputs.append(record)
+    return inputs
+
+
+def judge_pass(items: Sequence[Any]) -> JudgePass:
+    """The one judge pass of a (task, filter)'s payloads: run now, or the one already run.
+
+    What other figures of the same items read (e.g. open-ended AQUA's, which decide each
+    item by its expected rating): the same items give the same pass as `aggregate`'s, so
+    the judge runs once per answer. Raises what the judge raised.
+    """
+    check_payloads(items)
+    site_task, filter_name = site_of(items)
+    task = items[0].get("task") or site_task
+    session = active_session()
+    if session is None:
+        raise OrcaMetricError(
+            f"task {task!r}: judge figures need the evaluation's judge session; run them "
+            "inside lm-eval or lmms-eval with this package installed"
+        )
+    settings = resolve_settings(items[0]["settings"], where=f"task {task!r}, metric orca")
+    return session.run(settings, _pass_inputs(items), f"{task}/{filter_name}")
+
+
+def aggregate(items: Sequence[Any]) -> float:
+    """Score the items of one (task, filter) once per evaluation; return the items' figure."""
+    check_payloads(items)
+    site_task, filter_name = site_of(items)
+    figure = items[0][PAYLOAD_MARK]
+    task = items[0].get("task") or site_task
+    inputs = _pass_inputs(items)
     raw_settings = items[0]["settings"]
     # Outside a patched evaluate() (the harness's function bound before the patch), this one
     # call gets a session of its own.
     with session_scope(active_session()) as session:
         try:
-            settings = resolve_settings(raw_settings, where=f"task {task!r}, metric orca")
-            judged = session.run(settings, inputs, f"{task}/{filter_name}")
+            judged = judge_pass(items)
         except Exception as err:
             return report_failure(session, task, filter_name, raw_settings, inputs, err)
         if not judged.reported:
+            settings = resolve_settings(raw_settings, where=f"task {task!r}, metric orca")
             folder = session.folder(settings.output_dir)
             write_per_item(judged, task, filter_name, items[0], folder)
             judged.reported = True

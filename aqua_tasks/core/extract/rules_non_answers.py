@@ -46,6 +46,12 @@ def hedge_phrase(low: str) -> str | None:
     return None if found is None else " ".join(found.group().split())
 
 
+def refusal_phrase(low: str) -> str | None:
+    """The phrase by which a (casefolded) reply says the model could not take in the audio."""
+    found = _REFUSAL.search(low)
+    return None if found is None else " ".join(found.group().split())
+
+
 def no_answer(text: str, low: str, committed: Mentions) -> Extraction | None:
     """An error, a capability refusal or a reply without commitment: nothing to score."""
     if not any(m.kind != "rejection" for m in committed.items):
