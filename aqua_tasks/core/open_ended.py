@@ -156,6 +156,8 @@ class JudgeRule:
         """The rule a `judge_threshold` setting names (None: the default, 4.0)."""
         if value is None or value == "":
             return cls()
+        if isinstance(value, bool):
+            raise AquaDataError(f"judge_threshold must be a rating between 1 and 5, got {value!r}")
         try:
             return cls(float(value))  # type: ignore[arg-type]
         except (TypeError, ValueError):
@@ -172,13 +174,41 @@ class JudgeRule:
         return f"expected judge rating >= {self.threshold:g}"
 
 
+def _mentions(low: str, name: str) -> bool:
+    words = r"\s+".join(map(re.escape, name.casefold().split()))
+    return bool(words) and re.search(rf"(?<!\w){words}(?:e?s)?(?!\w)", low) is not None
+
+
+def names_reference(reply: str | None, reference: str, classes: Sequence[str]) -> bool:
+    """Whether a reply names its reference class and no other of the clip's class names.
+
+    The rule-based reading of a Solvable answer: a reply that names the heard class ("a
+    dog barking") is right, one that names two classes ("a dog or a pig") or abstains is not.
+    """
+    final = split_reply(reply or "").final
+    low = gloss(final)[0].casefold()
+    if not _mentions(low, reference) or abstention_phrase(final) is not None:
+        return False
+    others = [c for c in classes if c.casefold() != reference.casefold()]
+    # A class whose name holds the reference's ("Sea lion" beside "Lion") is not another.
+    return not any(_mentions(low, c) and not _mentions(c.casefold(), reference) for c in others)
+
+
 def open_value(doc: Mapping, reply: str | None) -> dict:
-    """The per-item value an open-ended task logs: item, clip, type, and the reply's stance."""
+    """The per-item value an open-ended task logs: item, clip, type, and the rules' reading."""
+    stance = reply_stance(reply)
+    if doc["type"] == "Solvable":
+        by_rule = stance == ANSWERS and names_reference(
+            reply, str(doc["reference"]), list(doc["classes"])
+        )
+    else:
+        by_rule = stance == ABSTAINS
     return {
         "id": int(doc["id"]),
         "clip": int(doc["clip_index"]),
         "type": str(doc["type"]),
-        "stance": reply_stance(reply),
+        "stance": stance,
+        "rule_correct": by_rule,
         "threshold": float(doc["judge_threshold"]),
     }
 
@@ -203,19 +233,14 @@ def judged_outcomes(
     )
 
 
-def rule_outcomes(
-    values: Sequence[Mapping], judged: Sequence[ItemOutcome]
-) -> tuple[ItemOutcome, ...]:
-    """Outcomes with every IAQD item decided by the rule-based abstention reading instead.
+def rule_outcomes(values: Sequence[Mapping]) -> tuple[ItemOutcome, ...]:
+    """Each item's outcome as the rules decide it, with no judge.
 
-    Solvable answers stay as the judge decided them (the rule cannot tell a right class from
-    a wrong one); an IAQD item is right when its reply abstains, and a refusal is not.
+    A Solvable answer is right when it names the clip's class and no other class name; an
+    IAQD answer when it abstains (a refusal is not an abstention).
     """
     return tuple(
-        outcome._replace(correct=value["stance"] == ABSTAINS, parsed=True)
-        if outcome.type == "IAQD"
-        else outcome
-        for value, outcome in zip(values, judged, strict=True)
+        ItemOutcome(v["clip"], str(v["type"]), bool(v["rule_correct"]), True, False) for v in values
     )
 
 
@@ -236,15 +261,21 @@ def stance_shares(values: Iterable[Mapping]) -> dict[str, float]:
 # The figures an open task reports beside orca's own: the judge's AQUA figures, the same with
 # IAQD decided by the rule-based abstention reading, the rules' stance shares, and counts.
 JUDGED_METRICS: tuple[str, ...] = ("acc", "acc_iaqd", "ca_iaqd", "joint_iaqd")
-RULE_METRICS: tuple[str, ...] = ("acc_iaqd_rule", "ca_iaqd_rule", "joint_iaqd_rule")
+RULE_METRICS: tuple[str, ...] = tuple(f"{m}_rule" for m in JUDGED_METRICS)
 STANCE_METRICS: tuple[str, ...] = (
     "abstains_solvable",
     "refuses_solvable",
     "abstains_iaqd",
     "refuses_iaqd",
 )
-OPEN_COUNTS: tuple[str, ...] = ("n_items", "n_solvable", "n_ca_iaqd", "n_unjudged")
-OPEN_RATES: tuple[str, ...] = (*JUDGED_METRICS, *RULE_METRICS, *STANCE_METRICS)
+OPEN_COUNTS: tuple[str, ...] = (
+    "n_items",
+    "n_solvable",
+    "n_ca_iaqd",
+    "n_ca_iaqd_rule",
+    "n_unjudged",
+)
+OPEN_RATES: tuple[str, ...] = (*JUDGED_METRICS, *RULE_METRICS, *STANCE_METRICS, "judge_rule_agree")
 OPEN_METRICS: tuple[str, ...] = (*OPEN_RATES, *OPEN_COUNTS)
 OPEN_LOWER_IS_BETTER = frozenset({"abstains_solvable", "refuses_solvable", "refuses_iaqd"})
 
@@ -252,15 +283,19 @@ OPEN_LOWER_IS_BETTER = frozenset({"abstains_solvable", "refuses_solvable", "refu
 def open_figures(values: Sequence[Mapping], judged: Sequence[ItemOutcome]) -> dict[str, float]:
     """Every open figure of a task's per-item values and the outcomes the judge decided."""
     by_judge = summarize(judged)
-    by_rule = summarize(rule_outcomes(values, judged))
+    by_rule = summarize(rule_outcomes(values))
     figures = {m: by_judge[m] for m in JUDGED_METRICS}
     for metric in RULE_METRICS:
         figures[metric] = by_rule[metric.removesuffix("_rule")]
     figures |= stance_shares(values)
+    judged_items = [(v, o) for v, o in zip(values, judged, strict=True) if o.parsed]
+    agree = [bool(v["rule_correct"]) == o.correct for v, o in judged_items]
+    figures["judge_rule_agree"] = sum(agree) / len(agree) if agree else float("nan")
     figures["n_items"] = float(len(values))
     figures["n_solvable"] = by_judge["n_solvable"]
     figures["n_ca_iaqd"] = by_judge["n_ca_iaqd"]
-    figures["n_unjudged"] = float(sum(1 for o in judged if not o.parsed))
+    figures["n_ca_iaqd_rule"] = by_rule["n_ca_iaqd"]
+    figures["n_unjudged"] = float(len(values) - len(judged_items))
     return figures
 
 
@@ -269,7 +304,7 @@ def open_stderrs(
 ) -> dict[str, float]:
     """Standard errors of the open rates: binomial for shares, clip bootstrap for CA."""
     by_judge = metric_stderrs(judged, n_boot=n_boot, seed=seed)
-    by_rule = metric_stderrs(rule_outcomes(values, judged), n_boot=n_boot, seed=seed)
+    by_rule = metric_stderrs(rule_outcomes(values), n_boot=n_boot, seed=seed)
     out = {m: by_judge[m] for m in JUDGED_METRICS}
     for metric in RULE_METRICS:
         out[metric] = by_rule[metric.removesuffix("_rule")]
@@ -278,6 +313,9 @@ def open_stderrs(
         for stance in (ABSTAINS, REFUSES):
             hits = sum(1 for v in of_type if v["stance"] == stance)
             out[f"{stance}_{item_type.lower()}"] = binomial_stderr(hits, len(of_type))
+    judged_items = [(v, o) for v, o in zip(values, judged, strict=True) if o.parsed]
+    agree = sum(1 for v, o in judged_items if bool(v["rule_correct"]) == o.correct)
+    out["judge_rule_agree"] = binomial_stderr(agree, len(judged_items))
     return out
 
 
