@@ -190,8 +190,8 @@ def names_reference(reply: str | None, reference: str, classes: Sequence[str]) -
     if not _mentions(low, reference) or abstention_phrase(final) is not None:
         return False
     others = [c for c in classes if c.casefold() != reference.casefold()]
-    # A class whose name holds the reference's ("Sea lion" beside "Lion") is not another.
-    return not any(_mentions(low, c) and not _mentions(c.casefold(), reference) for c in others)
+    # A class name inside the reference's ("Lion" in "Sea lion") is not another class named.
+    return not any(_mentions(low, c) and not _mentions(reference.casefold(), c) for c in others)
 
 
 def open_value(doc: Mapping, reply: str | None) -> dict:
