@@ -24,8 +24,8 @@ def test_the_committed_lmms_eval_task_yamls_are_the_generated_ones():
     proc = _check(REPO)
     assert proc.returncode == 0, proc.stderr
     assert (
-        len(list((REPO / "lmms_task_configs").glob("aqua*_*.yaml"))) == 16
-    )  # 15 released-track tasks + aqua_mmau
+        len(list((REPO / "lmms_task_configs").glob("aqua*_*.yaml"))) == 20
+    )  # 15 released-track tasks + aqua_mmau + 4 aqua-open
 
 
 def test_a_drifted_copy_is_named_and_regenerating_fixes_it(tmp_path):
