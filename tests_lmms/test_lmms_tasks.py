@@ -81,7 +81,7 @@ def test_include_path_prints_the_installed_task_folder():
 def test_every_lm_eval_task_has_an_identical_lmms_eval_task():
     lm_eval_tasks = {p.name: p.read_text() for p in (REPO / "task_configs").glob("aqua*_*.yaml")}
     lmms_tasks = {p.name: p.read_text() for p in Path(include_path()).glob("aqua*_*.yaml")}
-    assert len(lm_eval_tasks) == 16  # 3 released tracks × 5 settings + aqua_mmau
+    assert len(lm_eval_tasks) == 20  # 3 released tracks × 5 settings + aqua_mmau + 4 aqua-open
     assert lmms_tasks == lm_eval_tasks
 
 

@@ -25,6 +25,8 @@ AQUA_METADATA_KEYS: tuple[str, ...] = (
     "audio",
     "judge",
     "judge_threshold",
+    # The open tasks' judge settings (backbone, device, batch_size, ...) of their orca entry.
+    "orca",
 )
 AUDIO_ROOT_KEYS = AQUA_METADATA_KEYS[1:6]
 

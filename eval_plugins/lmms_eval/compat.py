@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-from eval_common.evaluation import tracker_output_folder
+from eval_common.evaluation import collecting, record, tracker_output_folder
 from eval_common.harness_versions import installed_version
 from eval_plugins.lm_eval.compat import ChooseMatches, wrap_match_tasks
 from eval_plugins.seams import seam
@@ -116,7 +116,9 @@ def patch_evaluate(evaluator: ModuleType, prepare: Prepare) -> None:
 
     @functools.wraps(current)
     def evaluate(*args: Any, **kwargs: Any) -> Any:
-        with judged_evaluation(prepare_and_note, evaluate_task_dict(args, kwargs)):
+        # `collecting`: what one task's aggregations read of its other metrics' values (the
+        # open AQUA figures read the orca entry's judge inputs; `patch_task_output` records).
+        with collecting(), judged_evaluation(prepare_and_note, evaluate_task_dict(args, kwargs)):
             return current(*args, **kwargs)
 
     setattr(evaluate, PATCH_MARK, prepare)
@@ -165,6 +167,7 @@ def patch_task_output() -> None:
         for key, values in self.sample_metrics.items():
             labelled[key] = SitedValues(values, task=name, filter_key=key[1])
         self.sample_metrics = labelled
+        record(name, labelled)
         return current(self, *args, **kwargs)
 
     setattr(calculate_aggregate_metric, PATCH_MARK, True)
