@@ -3,12 +3,16 @@
 The server (`aqua_tasks.testing.chat_stub`, HTTP/1.1 keep-alive) runs in a process of its
 own, as a model server does, so its work does not compete with the client's; it decodes
 and checks every clip and answers after a fixed delay, standing in for a model server's
-per-request latency. The client's cache is off so every request is sent. For each latency
-it reports the median wall times of `--repeats` interleaved runs, the speed-up and its
-ratio to the ideal (a speed-up equal to num_concurrent).
+per-request latency. The client's reply cache is off so every request is sent. As in an
+AQUA run, each clip is asked `--questions-per-clip` questions one after the other (AQUA's
+Solvable, AAD, IASD and IAQD: 4); every timed run starts with a fresh client, so the
+1-at-a-time baseline and the concurrent run alike make each clip's WAV once (checked), and
+`--questions-per-clip 1` measures a clip per request. For each latency it reports the
+median wall times of `--repeats` interleaved runs, the speed-up and its ratio to the ideal
+(a speed-up equal to num_concurrent).
 
     python benchmarks/bench_api_concurrency.py [--requests 64] [--latency 0.05 0.2] [--rate 44100]
-        [--repeats 3] [--json]
+        [--questions-per-clip 4] [--repeats 3] [--json]
 """
 
 from __future__ import annotations
@@ -33,14 +37,17 @@ from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
 CONCURRENT = 8
 
 
-def build_requests(folder: Path, count: int, rate: int = 44100) -> list[Instance]:
-    """`count` requests, each a 2 s clip at `rate` Hz (resampled to 16 kHz and encoded per
-    request; at 16000 nothing is resampled, which leaves the client's HTTP path alone)."""
+def build_requests(
+    folder: Path, count: int, rate: int = 44100, per_clip: int = 1
+) -> list[Instance]:
+    """`count` requests, `per_clip` in a row on each 2 s clip at `rate` Hz (resampled to 16 kHz
+    once per clip; at 16000 nothing is resampled, which leaves the client's HTTP path alone)."""
     rng = np.random.default_rng(0)
     requests = []
     for n in range(count):
-        path = folder / f"clip{n}.wav"
-        sf.write(path, (0.1 * rng.standard_normal(2 * rate)).astype(np.float32), rate)
+        path = folder / f"clip{n // per_clip}.wav"
+        if n % per_clip == 0:
+            sf.write(path, (0.1 * rng.standard_normal(2 * rate)).astype(np.float32), rate)
         requests.append(
             Instance(
                 request_type="generate_until",
@@ -67,13 +74,16 @@ def serve(latency: float, pipe: Connection) -> None:
 
 
 def timed_run(url: str, requests: list[Instance], num_concurrent: int) -> float:
-    """Seconds for one generate_until over all requests."""
+    """Seconds for one generate_until over all requests, by a fresh client (no clip made yet)."""
     lm = OpenAIAudioChatLM(base_url=url, model="bench", num_concurrent=num_concurrent, cache=False)
     start = time.perf_counter()
     replies = lm.generate_until(requests, disable_tqdm=True)
     elapsed = time.perf_counter() - start
     if lm.stats.failed or len(replies) != len(requests):
         raise RuntimeError(f"{lm.stats.failed} requests failed at num_concurrent={num_concurrent}")
+    clips = len({r.args[2]["audio"][0] for r in requests})
+    if lm.wav_cache.misses != clips:
+        raise RuntimeError(f"{lm.wav_cache.misses} clips made for {clips} clip files")
     return elapsed
 
 
@@ -121,18 +131,32 @@ def main() -> None:
     )
     parser.add_argument("--repeats", type=int, default=3, help="runs per setting (median)")
     parser.add_argument("--rate", type=int, default=44100, help="the clips' sampling rate (Hz)")
+    parser.add_argument(
+        "--questions-per-clip",
+        type=int,
+        default=4,
+        help="requests in a row on each clip (AQUA: 4; 1 = a clip per request)",
+    )
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     args = parser.parse_args()
+    if args.questions_per_clip < 1:
+        parser.error(f"--questions-per-clip must be at least 1, got {args.questions_per_clip}")
     with tempfile.TemporaryDirectory() as folder:
-        requests = build_requests(Path(folder), args.requests, args.rate)
+        requests = build_requests(Path(folder), args.requests, args.rate, args.questions_per_clip)
         figures = [measure(requests, latency, args.repeats) for latency in args.latency]
     if args.json:
-        header = {"requests": args.requests, "repeats": args.repeats, "rate": args.rate}
+        header = {
+            "requests": args.requests,
+            "questions_per_clip": args.questions_per_clip,
+            "repeats": args.repeats,
+            "rate": args.rate,
+        }
         print(json.dumps({**header, "runs": figures}))
         return
     for f in figures:
         print(
-            f"{args.requests} requests ({args.rate} Hz clips), "
+            f"{args.requests} requests ({args.rate} Hz clips, "
+            f"{args.questions_per_clip} per clip), "
             f"{f['latency_s'] * 1000:.0f} ms server latency "
             f"(median of {args.repeats}): num_concurrent=1 {f['seconds_num_concurrent_1']:.2f} s, "
             f"num_concurrent={CONCURRENT} {f[f'seconds_num_concurrent_{CONCURRENT}']:.2f} s, "

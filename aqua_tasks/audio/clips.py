@@ -13,7 +13,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 import soundfile as sf
-from scipy.signal import resample_poly
+from scipy.signal import firwin, resample_poly
 
 from aqua_tasks.core.data import BUILT_TRACKS, check_track
 from aqua_tasks.core.settings_place import settings_place
@@ -268,8 +268,22 @@ def resample(wave: np.ndarray, rate: int, target_sr: int = TARGET_SAMPLING_RATE)
         raise ValueError(f"rate must be a positive integer, got {rate!r}")
     if rate != target_sr and wave.size:
         divisor = gcd(rate, target_sr)
-        wave = resample_poly(wave, target_sr // divisor, rate // divisor)
+        up, down = target_sr // divisor, rate // divisor
+        taps = _lowpass(up, down)
+        if np.issubdtype(wave.dtype, np.floating):
+            taps = taps.astype(wave.dtype)  # what resample_poly itself does to its filter
+        wave = resample_poly(wave, up, down, window=taps)
     return np.ascontiguousarray(wave, dtype=np.float32)
+
+
+@functools.lru_cache(maxsize=32)
+def _lowpass(up: int, down: int) -> np.ndarray:
+    # resample_poly's own default filter (Kaiser, beta 5, 10 zero crossings per side), designed
+    # once per ratio: redesigning it for every clip took a third of a 2 s clip's resampling.
+    max_rate = max(up, down)
+    taps = firwin(2 * 10 * max_rate + 1, 1.0 / max_rate, window=("kaiser", 5.0))
+    taps.flags.writeable = False
+    return taps
 
 
 class LazyAudio(Mapping[str, Any]):

@@ -8,11 +8,13 @@ import json
 import os
 import pickle
 from collections.abc import Mapping
+from math import gcd
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
+from scipy.signal import resample_poly
 from shared_data import shared_data, shared_path
 
 from aqua_tasks.audio import clips as audio_module
@@ -136,6 +138,15 @@ def test_load_audio_downmixes_and_resamples_44k_stereo_keeping_pitch(tmp_path):
     assert dominant_frequency(samples, 16000) == pytest.approx(1000.0, abs=2)
     # Mean of amplitudes 0.5 and 0.25 → peak 0.375.
     assert np.abs(samples[1000:-1000]).max() == pytest.approx(0.375, abs=0.01)
+
+
+@pytest.mark.parametrize("rate", [8000, 11025, 22050, 32000, 44100, 48000])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_resample_gives_the_very_samples_of_scipys_resample_poly(rate, dtype):
+    wave = np.random.default_rng(rate).standard_normal(rate + 37).astype(dtype)
+    up, down = TARGET_SAMPLING_RATE // gcd(rate, 16000), rate // gcd(rate, 16000)
+    expected = np.asarray(resample_poly(wave, up, down), dtype=np.float32)
+    assert np.array_equal(audio_module.resample(wave, rate), expected)
 
 
 def test_unreadable_file_is_named_by_probe_and_load(tmp_path):

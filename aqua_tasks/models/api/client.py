@@ -2,9 +2,10 @@
 
 Hosted audio chat models (`input_audio` parts) and vLLM's OpenAI-compatible server (`vllm
 serve Qwen/Qwen2-Audio-7B-Instruct`, Qwen2.5-Omni, Ultravox; `input_audio` or `audio_url`).
-Each request sends its clip as a 16 kHz mono WAV. Requests run concurrently, are retried
-with backoff, and every completed reply is cached on disk as it arrives; a request that
-still fails becomes a `failed_reply` (scored unparsed `error`), and the run goes on.
+Each request sends its clip as a 16 kHz mono WAV, made once per clip file (wav_cache.py).
+Requests run concurrently, are retried with backoff, and every completed reply is cached on
+disk as it arrives; a request that still fails becomes a `failed_reply` (scored unparsed
+`error`), and the run goes on.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ from aqua_tasks.models.api.payload import (
     audio_part,
     chat_messages,
     digest_part,
-    wav_bytes,
 )
+from aqua_tasks.models.api.wav_cache import WavCache, WavPrefetch
 from aqua_tasks.models.audio_prompts import cut_at_stop, request_clips
 from aqua_tasks.models.model_args import (
     ArgsThroughArgObj,
@@ -209,6 +210,7 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
                     file=sys.stderr,
                 )
         self.stats = ApiRunStats()
+        self.wav_cache = WavCache()  # a clip asked several times is made into WAV once
         self._stats_lock = threading.Lock()
         self._rng = random.Random()
         self._reached = threading.Event()  # set by the first reply the server sends
@@ -295,13 +297,21 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
             body["stop"] = until
         return body
 
-    def _answer(self, request: Instance, stop: threading.Event, session: HttpSession) -> str:
+    def _answer(
+        self,
+        request: Instance,
+        stop: threading.Event,
+        session: HttpSession,
+        prefetch: WavPrefetch | None = None,
+    ) -> str:
         """The reply to one request: from the cache, from the server, or a failed_reply."""
+        if prefetch is not None:
+            prefetch.started()
         context, gen_kwargs = request.args[0], request.args[1] or {}
         wavs = []
         for clip in self._clips(request):
             try:
-                wavs.append(wav_bytes(clip))
+                wavs.append(self.wav_cache.wav(clip))
             except (OSError, ValueError) as error:
                 where = clip.get("path") or "the request's audio array"
                 return self._failed(request, f"audio not sent ({where}): {error}")
@@ -384,8 +394,8 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
 
     def generate_until(self, requests: list[Instance], disable_tqdm: bool = False) -> list[str]:
         """Replies for all requests in request order; failed requests as `failed_reply`."""
-        for request in requests:
-            self._clips(request)  # a task without audio fails before anything is sent
+        # A task without audio fails here, before anything is sent.
+        clips = [self._clips(request) for request in requests]
         replies: list[str] = [""] * len(requests)
         stop = threading.Event()
         bar = progress(None, NAME, not disable_tqdm, total=len(requests), unit="req")
@@ -393,9 +403,11 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
         session = HttpSession(self.timeout, self.num_concurrent)
         executor = ThreadPoolExecutor(max_workers=self.num_concurrent)
         futures: dict[Future, int] = {}
+        prefetch = WavPrefetch(self.wav_cache, clips, lookahead=2 * self.num_concurrent)
         try:
+            prefetch.start()
             for index, request in enumerate(requests):
-                futures[executor.submit(self._answer, request, stop, session)] = index
+                futures[executor.submit(self._answer, request, stop, session, prefetch)] = index
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_EXCEPTION)
@@ -415,6 +427,7 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
             threading.Thread(target=_close_when_done, args=(futures, session), daemon=True).start()
             raise
         finally:
+            prefetch.close()
             bar.close()
         executor.shutdown()
         session.close()
