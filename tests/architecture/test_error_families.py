@@ -46,6 +46,8 @@ BUILTIN_BASES = {
     "BackboneMismatchError": (ValueError,),
     "BackboneLoadError": (RuntimeError,),
     "OrcaMetricError": (ValueError,),
+    "LlmJudgeError": (ValueError,),
+    "JudgeEndpointError": (RuntimeError,),
     "RunConflictError": (ValueError,),
 }
 
