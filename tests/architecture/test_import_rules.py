@@ -177,6 +177,12 @@ ROOM_MAY_IMPORT = {
     "orca_judge.checkpoint": {"eval_common", "orca_judge"},
     "orca_judge.training": {"eval_common", "orca_judge", "orca_judge.checkpoint"},
     "orca_judge.metric": {"eval_common", "orca_judge", "orca_judge.checkpoint"},
+    "orca_judge.prompted": {
+        "eval_common",
+        "orca_judge",
+        "orca_judge.checkpoint",
+        "orca_judge.metric",
+    },
     "eval_common": set(),
 }
 ROOMS = sorted(
@@ -338,6 +344,7 @@ def test_the_rules_see_every_room():
         "orca_judge.checkpoint",
         "orca_judge.training",
         "orca_judge.metric",
+        "orca_judge.prompted",
         "orca_judge.lm_eval",
         "orca_judge.lmms_eval",
         "orca_judge.cli",
