@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
@@ -186,6 +187,8 @@ class PromptedJudge:
     ) -> list[Judgement]:
         """One judgement per record, in order; JudgeEndpointError when the endpoint refuses all."""
         items = [item_of(r, i) for i, r in enumerate(records)]
+        self.stats = JudgeStats()  # per call: a session's second pass reports its own
+        retries_before = Counter(self.backend.stats.by_reason)
         started = time.perf_counter()
         results: list[Judgement | None] = [None] * len(items)
         stop = threading.Event()
@@ -210,10 +213,10 @@ class PromptedJudge:
             executor.shutdown(wait=True, cancel_futures=True)
             bar.close()
         judged = [r for r in results if r is not None]
-        self._count(judged, time.perf_counter() - started)
+        self._count(judged, time.perf_counter() - started, retries_before)
         return judged
 
-    def _count(self, judged: Sequence[Judgement], seconds: float) -> None:
+    def _count(self, judged: Sequence[Judgement], seconds: float, before: Counter) -> None:
         s = self.stats
         s.items += len(judged)
         s.from_cache += sum(j.from_cache for j in judged)
@@ -221,8 +224,8 @@ class PromptedJudge:
         s.failed += sum(j.failed for j in judged)
         s.prompt_tokens += sum(j.prompt_tokens for j in judged)
         s.completion_tokens += sum(j.completion_tokens for j in judged)
-        s.http_retries = self.backend.stats.retries
-        s.retries_by_reason = dict(self.backend.stats.by_reason)
+        s.retries_by_reason = dict(Counter(self.backend.stats.by_reason) - before)
+        s.http_retries = sum(s.retries_by_reason.values())
         s.seconds += seconds
 
     def _endpoint_error(self, failure: RequestFailure) -> JudgeEndpointError:
