@@ -29,8 +29,8 @@ Control flow, not errors: three exceptions carry a reason label between the func
 room and are always caught there, so they are not in this family (one that escaped would be a
 bug, and keeps its traceback): `Skip` (a clip `aqua-build` leaves out, private to
 `build/builder.py`), `InvalidDraft` (a draft that breaks an IAQD rule, `build/iaqd.py`, caught
-by the generators) and `RequestFailure` (one failed HTTP attempt, `models/api/http.py`, caught
-by the chat client and the IAQD generator).
+by the generators) and `RequestFailure` (one failed HTTP attempt, `eval_common/http.py`, caught
+by the chat client, the IAQD generator and the prompted judge).
 """
 
 from __future__ import annotations

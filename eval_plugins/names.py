@@ -26,8 +26,14 @@ TABLE: dict[tuple[str, str], dict[str, str]] = {
         "openai-audio-chat": "aqua_tasks.models.api.client:OpenAIAudioChatLM",
         "orca-replay": "orca_judge.lm_eval.human:OrcaReplayLM",
     },
-    (LM_EVAL, "metrics"): {"orca": "eval_plugins.lm_eval.metric:orca"},
-    (LM_EVAL, "aggregations"): {"orca": "eval_plugins.lm_eval.metric:orca_aggregate"},
+    (LM_EVAL, "metrics"): {
+        "orca": "eval_plugins.lm_eval.metric:orca",
+        "llm_judge": "eval_plugins.lm_eval.metric:llm_judge",
+    },
+    (LM_EVAL, "aggregations"): {
+        "orca": "eval_plugins.lm_eval.metric:orca_aggregate",
+        "llm_judge": "eval_plugins.lm_eval.metric:llm_judge_aggregate",
+    },
     # A task folder is a package of YAMLs: its target names the package alone.
     (LM_EVAL, "tasks"): {"aqua": "aqua_tasks.task_configs"},
     (LMMS_EVAL, "models"): {
@@ -38,8 +44,14 @@ TABLE: dict[tuple[str, str], dict[str, str]] = {
         "aqua-random": "aqua_tasks.lmms_eval.models:RandomOptionLmms",
         "orca-replay": "orca_judge.lmms_eval.replay:OrcaReplayLMMS",
     },
-    (LMMS_EVAL, "metrics"): {"orca": "eval_plugins.lmms_eval.metric:orca"},
-    (LMMS_EVAL, "aggregations"): {"orca": "eval_plugins.lmms_eval.metric:orca_aggregate"},
+    (LMMS_EVAL, "metrics"): {
+        "orca": "eval_plugins.lmms_eval.metric:orca",
+        "llm_judge": "eval_plugins.lmms_eval.metric:llm_judge",
+    },
+    (LMMS_EVAL, "aggregations"): {
+        "orca": "eval_plugins.lmms_eval.metric:orca_aggregate",
+        "llm_judge": "eval_plugins.lmms_eval.metric:llm_judge_aggregate",
+    },
     (LMMS_EVAL, "tasks"): {"aqua": "aqua_tasks.lmms_task_configs"},
 }
 

@@ -8,6 +8,8 @@
         │   └── BackboneMismatchError          backbone weights other than the trained-on ones
         ├── BackboneLoadError (RuntimeError)   a backbone that cannot be loaded (e.g. offline)
         ├── OrcaMetricError (ValueError)       a `metric: orca` entry or its judge
+        ├── LlmJudgeError (ValueError)         a prompted judge's settings (`metric: llm_judge`)
+        ├── JudgeEndpointError (RuntimeError)  a judge endpoint that refuses every request
         └── RunConflictError (ValueError)      training would replace what is not its own
 
 Callers catch the narrowest class they handle, or `OrcaError`; every console script runs
@@ -47,6 +49,14 @@ class BackboneLoadError(OrcaError, RuntimeError):
 
 class OrcaMetricError(OrcaError, ValueError):
     """The orca metric is misconfigured or its judge cannot be loaded; the message says where."""
+
+
+class LlmJudgeError(OrcaError, ValueError):
+    """A prompted judge's setting is missing or invalid; the message names it and where."""
+
+
+class JudgeEndpointError(OrcaError, RuntimeError):
+    """A judge endpoint refuses every request (key, URL, model name, server down)."""
 
 
 class RunConflictError(OrcaError, ValueError):

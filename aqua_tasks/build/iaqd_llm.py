@@ -22,9 +22,9 @@ from aqua_tasks.build.iaqd import (
     validate_draft,
 )
 from aqua_tasks.errors import BuildError
-from aqua_tasks.models.api.cache import ReplyCache, cache_file_name, cache_key
-from aqua_tasks.models.api.http import HttpSession, RequestFailure, RetryPolicy, post_with_retries
-from aqua_tasks.models.durable_jsonl import cache_root
+from eval_common.durable_jsonl import cache_root
+from eval_common.http import HttpSession, RequestFailure, RetryPolicy, post_with_retries
+from eval_common.reply_cache import ReplyCache, cache_file_name, cache_key
 
 SYSTEM_PROMPT = (
     "You write unanswerable variants of multiple-choice questions about audio clips for a "

@@ -18,13 +18,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added per request")
+    parser.add_argument(
+        "--judge",
+        action="store_true",
+        help="stand in for a prompted judge model: serve text-only chats and reply with a JSON "
+        "rating (1 + 4 x token-F1 of the candidate answer against the correct answer)",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the stub in the foreground until Ctrl-C."""
     args = build_parser().parse_args(argv)
-    server, state = start_stub(StubConfig(latency=args.latency), args.host, args.port)
+    config = StubConfig(latency=args.latency)
+    if args.judge:
+        config = StubConfig(
+            latency=args.latency,
+            require_audio=False,
+            reply=chat_stub.rating_reply(chat_stub.overlap_rating),
+        )
+    server, state = start_stub(config, args.host, args.port)
     print(f"serving {stub_url(server)} (Ctrl-C stops)", flush=True)
     try:
         threading.Event().wait()

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aqua_tasks.models.durable_jsonl import DurableAppender, cache_root, read_records
+from eval_common.durable_jsonl import DurableAppender, cache_root, read_records
 from eval_common.outputs import write_text
 
 logger = logging.getLogger(__name__)

@@ -3,7 +3,10 @@
 It decodes every clip it receives (`input_audio` or an `audio_url` data URL), refuses any
 that is not a 16 kHz mono WAV, and can add latency and inject faults (429 with
 `Retry-After`, 500, a reply slower than the client's timeout) per item, so a client's
-retries, failure handling and cache can be exercised end to end without a model.
+retries, failure handling and cache can be exercised end to end without a model. With
+`require_audio=False` and `reply=rating_reply(rate)` it stands in for a prompted judge model:
+it answers each chat with the JSON rating `rate` gives its text (or with `rate`'s text as it
+is, an invalid reply).
 
     python -m aqua_tasks.cli.chat_stub --port 8000   # then base_url=http://127.0.0.1:8000/v1/chat/completions
 """
@@ -16,6 +19,7 @@ import contextlib
 import hashlib
 import io
 import json
+import re
 import threading
 import time
 from collections import Counter
@@ -294,6 +298,44 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(status, f"the model crashed on this clip (request auth: {auth})")
         headers = {"Retry-After": "1"} if status == 429 else {}
         return self._error(status, "rate limited" if status == 429 else "overloaded", headers)
+
+
+def rating_reply(
+    rate: Callable[[str], int | str], reason: str = "stub judge"
+) -> Callable[[ReceivedRequest], str]:
+    """A judge model's replies: `{"rating": rate(text), "reason": ...}`, or rate's text as is.
+
+    `text` is the last user turn (the item's prompt, or a re-ask after an invalid reply).
+    """
+
+    def reply(request: ReceivedRequest) -> str:
+        rating = rate(request.text)
+        if isinstance(rating, str):
+            return rating
+        return json.dumps({"rating": rating, "reason": reason, "confidence": "high"})
+
+    return reply
+
+
+def overlap_rating(text: str) -> int:
+    """A stand-in judge's rating: 1 + 4 x token-F1 of the `Candidate answer:` line against the
+    `Correct answer:` line (lower-cased words), rounded; 3 when the text has neither line."""
+    lines = {
+        key: line.partition(":")[2]
+        for line in text.splitlines()
+        for key in ("correct", "candidate")
+        if line.lower().startswith(f"{key} answer:")
+    }
+    if len(lines) < 2:
+        return 3
+    reference, candidate = (
+        Counter(re.findall(r"\w+", lines[k].lower())) for k in ("correct", "candidate")
+    )
+    common = sum((reference & candidate).values())
+    if not common:
+        return 1
+    precision, recall = common / sum(candidate.values()), common / sum(reference.values())
+    return 1 + round(4 * 2 * precision * recall / (precision + recall))
 
 
 def start_stub(

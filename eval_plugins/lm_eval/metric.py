@@ -22,10 +22,13 @@ from typing import Any
 from eval_common.evaluation import built_tasks
 from eval_plugins.lm_eval import compat
 from eval_plugins.orca_wiring import orca_entries as entries_of
-from eval_plugins.orca_wiring import wire
+from eval_plugins.orca_wiring import wire, wire_llm_judge
 from orca_judge.metric.aggregate import aggregate, doc_less_payloads
 from orca_judge.metric.judge_pass import JudgeSession, active_session
 from orca_judge.metric.settings import METRIC, OrcaMetricSettings
+from orca_judge.prompted import metric as prompted
+from orca_judge.prompted.settings import METRIC as LLM_METRIC
+from orca_judge.prompted.settings import LlmJudgeSettings
 
 FORM = "doc-aware (lm_eval with this package installed, aqua-eval, register_all)"
 
@@ -46,8 +49,19 @@ def orca_aggregate(items: Sequence[Any]) -> float:
     return aggregate(items)
 
 
+def llm_judge(references: Sequence[Any], predictions: Sequence[Any], **entry: Any) -> dict:
+    """lm-eval's per-doc call of `metric: llm_judge`: records reference and reply (no doc)."""
+    return prompted.doc_less_payloads(references, predictions, **entry)
+
+
+def llm_judge_aggregate(items: Sequence[Any]) -> float:
+    """lm-eval aggregation for both llm_judge figures: judges the items (once), returns one."""
+    return prompted.aggregate(items)
+
+
 def register() -> None:
-    """Register metric and aggregation `orca` with lm-eval, and scope judge sessions; idempotent."""
+    """Register metrics and aggregations `orca` and `llm_judge` with lm-eval, and scope judge
+    sessions; idempotent."""
     from lm_eval.api.registry import (
         aggregation_registry,
         metric_registry,
@@ -60,6 +74,10 @@ def register() -> None:
         register_aggregation(METRIC)(orca_aggregate)
     if metric_registry.get(METRIC, None) is not orca:
         register_metric(metric=METRIC, higher_is_better=True, aggregation=METRIC)(orca)
+    if aggregation_registry.get(LLM_METRIC, None) is not llm_judge_aggregate:
+        register_aggregation(LLM_METRIC)(llm_judge_aggregate)
+    if metric_registry.get(LLM_METRIC, None) is not llm_judge:
+        register_metric(metric=LLM_METRIC, higher_is_better=True, aggregation=LLM_METRIC)(llm_judge)
     compat.patch_evaluate()
 
 
@@ -73,10 +91,22 @@ def wire_task(task: Any, session: JudgeSession | None = None) -> OrcaMetricSetti
     return wire(task, session, aggregation=orca_aggregate, form=FORM, functions=(orca,))
 
 
-def prepare_tasks(task_dict: Mapping[str, Any]) -> list[OrcaMetricSettings]:
-    """Wire every task that uses orca; raises OrcaMetricError before any request is built."""
+def wire_llm_judge_task(task: Any, session: JudgeSession | None = None) -> LlmJudgeSettings | None:
+    """Validate the task's llm_judge entry, make its judge, feed the judge the doc."""
+    return wire_llm_judge(
+        task, session, aggregation=llm_judge_aggregate, form=FORM, functions=(llm_judge,)
+    )
+
+
+def prepare_tasks(task_dict: Mapping[str, Any]) -> list[OrcaMetricSettings | LlmJudgeSettings]:
+    """Wire every task that uses orca or llm_judge; raises before any request is built."""
     session = active_session() or JudgeSession()
-    return [s for t in built_tasks(task_dict) if (s := wire_task(t, session)) is not None]
+    found: list[OrcaMetricSettings | LlmJudgeSettings] = []
+    for task in built_tasks(task_dict):
+        for wire_one in (wire_task, wire_llm_judge_task):
+            if (settings := wire_one(task, session)) is not None:
+                found.append(settings)
+    return found
 
 
 def install() -> None:
@@ -85,7 +115,7 @@ def install() -> None:
     compat.patch_evaluate(prepare_tasks)
 
 
-# `metric: !function eval_plugins.lm_eval.metric.orca` imports this module while lm-eval builds
-# the task, just before it looks up the aggregation registered under the metric's name (and
-# before it calls evaluate(), which then runs in a judge session of its own).
+# `metric: !function eval_plugins.lm_eval.metric.orca` (or `.llm_judge`) imports this module
+# while lm-eval builds the task, just before it looks up the aggregation registered under the
+# metric's name (and before it calls evaluate(), which then runs in a judge session of its own).
 register()

@@ -52,7 +52,7 @@ from eval_common.evaluation import collecting, record, tracker_output_folder
 from eval_common.harness_versions import installed_version
 from eval_plugins.lm_eval.compat import ChooseMatches, wrap_match_tasks
 from eval_plugins.seams import seam
-from orca_judge.errors import OrcaMetricError
+from orca_judge.errors import LlmJudgeError, OrcaMetricError
 from orca_judge.metric.aggregate import SitedValues
 from orca_judge.metric.judge_pass import (
     JudgeSession,
@@ -79,25 +79,25 @@ def lmms_eval_version() -> str | None:
     return installed_version(HARNESS)
 
 
-@seam(HARNESS, "metric orca", required=True)
-def register(metric: Callable, aggregation: Callable) -> None:
-    """`orca` in lmms-eval's registries (after lmms-eval's own metrics); idempotent."""
+@seam(HARNESS, "metrics orca and llm_judge", required=True)
+def register(metric: Callable, aggregation: Callable, name: str = METRIC) -> None:
+    """Metric `name` in lmms-eval's registries (after lmms-eval's own metrics); idempotent."""
     import lmms_eval.api.metrics  # noqa: F401  (registers lmms-eval's own aggregations first)
     from lmms_eval.api import registry
 
-    if registry.AGGREGATION_REGISTRY.get(METRIC) is not aggregation:
-        registry.AGGREGATION_REGISTRY.pop(METRIC, None)
-        registry.register_aggregation(METRIC)(aggregation)
-    if registry.METRIC_REGISTRY.get(METRIC) is not metric:
+    if registry.AGGREGATION_REGISTRY.get(name) is not aggregation:
+        registry.AGGREGATION_REGISTRY.pop(name, None)
+        registry.register_aggregation(name)(aggregation)
+    if registry.METRIC_REGISTRY.get(name) is not metric:
         for table in (
             registry.METRIC_REGISTRY,
             registry.METRIC_AGGREGATION_REGISTRY,
             registry.HIGHER_IS_BETTER_REGISTRY,
         ):
-            table.pop(METRIC, None)
-        registry.register_metric(metric=METRIC, higher_is_better=True, aggregation=METRIC)(metric)
+            table.pop(name, None)
+        registry.register_metric(metric=name, higher_is_better=True, aggregation=name)(metric)
     # An entry without `aggregation:` takes the one registered under the metric's name.
-    registry.METRIC_AGGREGATION_REGISTRY[METRIC] = aggregation
+    registry.METRIC_AGGREGATION_REGISTRY[name] = aggregation
 
 
 @seam(HARNESS, "judge sessions, and judges checked before generation", required=True)
@@ -187,7 +187,7 @@ def patch_cli(
     current = getattr(main, "cli_evaluate_single", None)
     if current is None or hasattr(current, PATCH_MARK):
         return
-    stopping = (OrcaMetricError, *errors)
+    stopping = (OrcaMetricError, LlmJudgeError, *errors)
 
     @functools.wraps(current)
     def cli_evaluate_single(args: Any = None, *rest: Any, **kwargs: Any) -> Any:

@@ -17,10 +17,14 @@ from typing import Any
 
 from eval_common.evaluation import built_tasks
 from eval_plugins.lmms_eval import compat
-from eval_plugins.orca_wiring import wire
+from eval_plugins.orca_wiring import wire, wire_llm_judge
 from orca_judge.metric.aggregate import aggregate, doc_less_payloads
 from orca_judge.metric.judge_pass import JudgeSession, active_session
-from orca_judge.metric.settings import LMMS_EVAL_METADATA_HINT, OrcaMetricSettings
+from orca_judge.metric.settings import LMMS_EVAL_METADATA_HINT, METRIC, OrcaMetricSettings
+from orca_judge.prompted import metric as prompted
+from orca_judge.prompted.settings import LMMS_EVAL_METADATA_HINT as LLM_METADATA_HINT
+from orca_judge.prompted.settings import METRIC as LLM_METRIC
+from orca_judge.prompted.settings import LlmJudgeSettings
 
 FORM = "doc-aware (lmms-eval with this package installed)"
 
@@ -54,15 +58,44 @@ def wire_task(task: Any, session: JudgeSession | None = None) -> OrcaMetricSetti
     )
 
 
-def prepare_tasks(task_dict: Mapping[str, Any]) -> list[OrcaMetricSettings]:
-    """Wire every task that uses orca; raises OrcaMetricError before any request is built."""
+def llm_judge(references: Sequence[Any], predictions: Sequence[Any], **entry: Any) -> dict:
+    """lmms-eval's per-doc call of `metric: llm_judge`, used only when a task was not wired."""
+    return prompted.doc_less_payloads(references, predictions, **entry)
+
+
+def llm_judge_aggregate(items: Sequence[Any]) -> float:
+    """lmms-eval aggregation for both llm_judge figures: judges the items (once), returns one."""
+    return prompted.aggregate(items)
+
+
+def wire_llm_judge_task(task: Any, session: JudgeSession | None = None) -> LlmJudgeSettings | None:
+    """Validate one built lmms-eval task's llm_judge entry, make its judge, feed it the doc."""
+    return wire_llm_judge(
+        task,
+        session,
+        aggregation=llm_judge_aggregate,
+        form=FORM,
+        functions=(llm_judge,),
+        generative=compat.GENERATIVE_OUTPUT_TYPES.__contains__,
+        metadata_hint=LLM_METADATA_HINT,
+    )
+
+
+def prepare_tasks(task_dict: Mapping[str, Any]) -> list[OrcaMetricSettings | LlmJudgeSettings]:
+    """Wire every task that uses orca or llm_judge; raises before any request is built."""
     session = active_session() or JudgeSession()
-    return [s for t in built_tasks(task_dict) if (s := wire_task(t, session)) is not None]
+    found: list[OrcaMetricSettings | LlmJudgeSettings] = []
+    for task in built_tasks(task_dict):
+        for wire_one in (wire_task, wire_llm_judge_task):
+            if (settings := wire_one(task, session)) is not None:
+                found.append(settings)
+    return found
 
 
 def register() -> None:
-    """Register metric and aggregation `orca` with lmms-eval; idempotent."""
-    compat.register(orca, orca_aggregate)
+    """Register metrics and aggregations `orca` and `llm_judge` with lmms-eval; idempotent."""
+    compat.register(orca, orca_aggregate, METRIC)
+    compat.register(llm_judge, llm_judge_aggregate, LLM_METRIC)
 
 
 def install(evaluator: ModuleType | None = None) -> None:

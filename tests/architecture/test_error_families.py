@@ -24,7 +24,7 @@ ROOTS = {"aqua_tasks": AquaError, "orca_judge": OrcaError, "eval_common": EvalEr
 CONTROL_FLOW = {
     ("aqua_tasks.build.builder", "Skip"),
     ("aqua_tasks.build.iaqd", "InvalidDraft"),
-    ("aqua_tasks.models.api.http", "RequestFailure"),
+    ("eval_common.http", "RequestFailure"),
 }
 # The builtin bases callers catch, kept when the classes moved into the families.
 BUILTIN_BASES = {
@@ -46,6 +46,8 @@ BUILTIN_BASES = {
     "BackboneMismatchError": (ValueError,),
     "BackboneLoadError": (RuntimeError,),
     "OrcaMetricError": (ValueError,),
+    "LlmJudgeError": (ValueError,),
+    "JudgeEndpointError": (RuntimeError,),
     "RunConflictError": (ValueError,),
 }
 

@@ -17,12 +17,12 @@ from lm_eval.api.instance import Instance
 from aqua_tasks.audio.clips import load_audio, probe_audio
 from aqua_tasks.core.generation_failure import failure_message
 from aqua_tasks.errors import EndpointError
-from aqua_tasks.models.api.cache import ReplyCache, cache_key, default_cache_dir
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
-from aqua_tasks.models.api.http import RetryPolicy, parse_retry_after, retry_delay
 from aqua_tasks.models.api.payload import chat_messages, digest_part, wav_bytes
 from aqua_tasks.task.definition import build_docs, doc_to_audio, doc_to_text
 from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
+from eval_common.http import RetryPolicy, parse_retry_after, retry_delay
+from eval_common.reply_cache import ReplyCache, cache_key, default_cache_dir
 
 BIN = Path(sys.executable).parent
 UNUSED_URL = "http://127.0.0.1:9/v1/chat/completions"  # never contacted

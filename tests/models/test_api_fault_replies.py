@@ -16,8 +16,8 @@ from aqua_tasks.build.iaqd_llm import OpenAIChat
 from aqua_tasks.core.generation_failure import failed_reply
 from aqua_tasks.errors import EndpointError
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
-from aqua_tasks.models.api.http import RequestFailure, RetryPolicy
 from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
+from eval_common.http import RequestFailure, RetryPolicy
 
 KEY = "sk-fault-modes-4b1d"
 REFUSED_URL = "http://127.0.0.1:9/v1/chat/completions"  # the discard port: nothing listens

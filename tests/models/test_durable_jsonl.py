@@ -3,9 +3,9 @@
 import json
 import threading
 
-from aqua_tasks.models.api.cache import ReplyCache
-from aqua_tasks.models.durable_jsonl import DurableAppender, cache_root, read_records
 from aqua_tasks.models.reply_journal import ReplyJournal
+from eval_common.durable_jsonl import DurableAppender, cache_root, read_records
+from eval_common.reply_cache import ReplyCache
 
 
 def test_cache_root_follows_the_environment(tmp_path, monkeypatch):

@@ -30,14 +30,6 @@ from lm_eval.api.model import LM
 from aqua_tasks.core.generation_failure import failed_reply
 from aqua_tasks.core.generation_limit import limited_reply
 from aqua_tasks.errors import EndpointError, ModelArgumentError
-from aqua_tasks.models.api.cache import ReplyCache, cache_file_name, cache_key, default_cache_dir
-from aqua_tasks.models.api.http import (
-    HttpSession,
-    RequestFailure,
-    RetryPolicy,
-    post_with_retries,
-    redact,
-)
 from aqua_tasks.models.api.payload import (
     AUDIO_FORMATS,
     audio_part,
@@ -55,6 +47,14 @@ from aqua_tasks.models.model_args import (
     refuse_unknown,
 )
 from eval_common.cli import parse_bool, progress
+from eval_common.http import (
+    HttpSession,
+    RequestFailure,
+    RetryPolicy,
+    post_with_retries,
+    redact,
+)
+from eval_common.reply_cache import ReplyCache, cache_file_name, cache_key, default_cache_dir
 
 NAME = "openai-audio-chat"
 DEFAULT_MAX_GEN_TOKS = 256

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aqua_tasks.models.durable_jsonl import DurableAppender, cache_root, read_records
+from eval_common.durable_jsonl import DurableAppender, cache_root, read_records
 
 CACHE_FORMAT = 1  # part of every key: a new format never reads old replies
 

@@ -1,0 +1,170 @@
+"""Chat backends a prompted judge asks: an OpenAI-compatible endpoint, or a local HF model.
+
+Both answer a chat with its reply text and token usage. The endpoint goes through
+`eval_common.http` (kept-alive connections; retries with backoff on 429 with `Retry-After`,
+5xx and timeouts), as `openai-audio-chat` does; a 200 without text is a failed attempt, retried.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from eval_common.http import HttpSession, RequestFailure, RetryPolicy, post_with_retries, redact
+from orca_judge.errors import LlmJudgeError
+from orca_judge.prompted.settings import LlmJudgeSettings
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """One reply: its text and the tokens it cost (the server's `usage`)."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass
+class TransportStats:
+    """HTTP retries of a backend, by reason (429, 5xx, timeout, ...)."""
+
+    retries: int = 0
+    by_reason: Counter = field(default_factory=Counter)
+
+
+class ChatBackend(Protocol):
+    """Something that answers a chat with one reply."""
+
+    stats: TransportStats
+    secret: str | None
+
+    def complete(self, messages: list[dict[str, str]], stop: threading.Event) -> ChatReply:
+        """The reply; RequestFailure when it could not be had after retries."""
+        ...
+
+    def close(self) -> None:
+        """Release connections or the loaded model."""
+        ...
+
+
+class OpenAIChatBackend:
+    """An OpenAI-compatible chat-completions endpoint (a hosted model, vLLM, a local stub)."""
+
+    def __init__(self, settings: LlmJudgeSettings, sleep: Any = None) -> None:
+        self.settings = settings
+        self.url = str(settings.base_url)
+        self.secret = os.environ.get(settings.api_key_env) or None
+        self.headers = {"Authorization": f"Bearer {self.secret}"} if self.secret else {}
+        self.policy = RetryPolicy(max_retries=settings.max_retries)
+        self.sleep = sleep
+        self.stats = TransportStats()
+        self._lock = threading.Lock()
+        self._rng = random.Random(0)
+        self._http = HttpSession(settings.timeout, settings.concurrency)
+
+    def _count(self, failure: RequestFailure) -> None:
+        with self._lock:
+            self.stats.retries += 1
+            self.stats.by_reason[failure.reason] += 1
+
+    def _read(self, reply: dict[str, Any]) -> ChatReply:
+        choices = reply.get("choices")
+        message = choices[0].get("message") if isinstance(choices, list) and choices else None
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, str):
+            raise RequestFailure(
+                redact(f"reply has no choices[0].message.content: {str(reply)[:200]}", self.secret),
+                retryable=True,
+                reason="no content",
+            )
+        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+        return ChatReply(
+            content, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        )
+
+    def complete(self, messages: list[dict[str, str]], stop: threading.Event) -> ChatReply:
+        """One chat completion at temperature 0, with the HTTP client's retries."""
+        body = {
+            "model": self.settings.model,
+            "messages": messages,
+            "temperature": 0,
+            "max_tokens": self.settings.max_tokens,
+        }
+        extra = {"sleep": self.sleep} if self.sleep is not None else {}
+        reply, _ = post_with_retries(
+            lambda: self._read(self._http.post_json(self.url, body, self.headers)),
+            self.policy,
+            rng=self._rng,
+            on_retry=self._count,
+            stop=stop.is_set,
+            **extra,
+        )
+        return reply
+
+    def close(self) -> None:
+        """Close the kept connections."""
+        self._http.close()
+
+
+class HFChatBackend:
+    """A local chat model folder through transformers' chat template (greedy decoding)."""
+
+    def __init__(self, settings: LlmJudgeSettings) -> None:
+        if not Path(settings.model).is_dir():
+            # Checked here: transformers would read a missing folder as a Hub repository id.
+            raise LlmJudgeError(
+                f"llm_judge backend hf: model {settings.model!r} is not a folder (a local chat "
+                "model with its config, weights, tokenizer and chat template; nothing is "
+                "downloaded)"
+            )
+        self.settings = settings
+        self.secret = None
+        self.stats = TransportStats()
+        self._loaded: tuple[Any, Any] | None = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> tuple[Any, Any]:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if self._loaded is None:
+            path = self.settings.model
+            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+            self._loaded = (tokenizer, model.to(self.settings.device or "cpu").eval())
+        return self._loaded
+
+    def complete(self, messages: list[dict[str, str]], stop: threading.Event) -> ChatReply:
+        """A greedy reply to the chat template's prompt."""
+        import torch
+
+        with self._lock:  # one generation at a time: the model is not thread-safe
+            tokenizer, model = self._load()
+            ids = tokenizer.apply_chat_template(
+                messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+            ).to(model.device)
+            with torch.no_grad():
+                out = model.generate(
+                    **ids,
+                    max_new_tokens=self.settings.max_tokens,
+                    do_sample=False,
+                    pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
+                )
+        prompt = ids["input_ids"].shape[1]
+        text = tokenizer.decode(out[0, prompt:], skip_special_tokens=True)
+        return ChatReply(text, int(prompt), int(out.shape[1] - prompt))
+
+    def close(self) -> None:
+        """Drop the loaded model."""
+        self._loaded = None
+
+
+def make_backend(settings: LlmJudgeSettings, sleep: Any = None) -> ChatBackend:
+    """The backend the settings name."""
+    if settings.backend == "hf":
+        return HFChatBackend(settings)
+    return OpenAIChatBackend(settings, sleep=sleep)
