@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from aqua_tasks.models.api.cache import ReplyCache
 from lm_eval.api.instance import Instance
 
 from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.errors import AudioFileError
 from aqua_tasks.models.api import wav_cache as wav_cache_module
-from aqua_tasks.models.api.cache import ReplyCache
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.models.api.payload import wav_bytes
 from aqua_tasks.models.api.wav_cache import DEFAULT_MAX_BYTES, WavCache, WavPrefetch
