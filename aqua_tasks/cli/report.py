@@ -15,6 +15,7 @@ from aqua_tasks.reports.charts import VECTOR_FORMATS, plot_calibration
 from aqua_tasks.reports.folder import REPORT_NAMES, save_figure, write_report
 from aqua_tasks.reports.run_metrics import load_run_metrics
 from aqua_tasks.reports.tables import build_table, to_markdown
+from aqua_tasks.runs.open_ended import has_choice_tasks, open_markdown, open_run_scores
 from eval_common.cli import RESUMES, add_json_flag, add_seed_flag, command, fail, number_problem
 from eval_common.jsonio import json_safe
 from eval_common.outputs import check_output_folder, mark_output_folder, write_text
@@ -143,10 +144,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             owned=REPORT_NAMES,
             overwrite=args.overwrite,
         )
-        if args.runs:
+        open_rows = []
+        for k, run in enumerate(args.runs):
+            label = args.label[k] if args.label else Path(run).name
+            open_rows += [(label, scores) for scores in open_run_scores(run)]
+        if open_rows:
+            written["open_ended"] = write_text(args.out / "open_ended.md", open_markdown(open_rows))
+            payload["open_ended"] = [
+                {"label": label, **asdict(scores)} for label, scores in open_rows
+            ]
+        # A run of open tasks alone has no multiple-choice row.
+        mc_runs = [(k, r) for k, r in enumerate(args.runs) if not open_rows or has_choice_tasks(r)]
+        if mc_runs:
             runs, labels = [], []
             for extractor in args.extractor or [None]:
-                for k, run in enumerate(args.runs):
+                for k, run in mc_runs:
                     metrics = load_run_metrics(
                         run,
                         extractor=extractor,
@@ -220,8 +232,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps(json_safe(payload), indent=2, ensure_ascii=False))
     else:
-        if args.runs:
+        if mc_runs:
             print(to_markdown(table))
+        if open_rows:
+            print("\nOpen-ended vs multiple choice (judged; rules beside):")
+            print(open_markdown(open_rows))
         for kind, path in written.items():
             print(f"wrote {kind}: {path}")
     return 0

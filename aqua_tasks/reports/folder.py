@@ -14,7 +14,7 @@ from aqua_tasks.reports.tables import ReportTable, to_csv, to_markdown
 from eval_common.outputs import atomic_path, write_text
 
 # The names aqua-report writes: a folder holding only these is its own output.
-REPORT_NAMES = ("table.md", "table.csv", "chart.*", "orca_calibration*")
+REPORT_NAMES = ("table.md", "table.csv", "chart.*", "orca_calibration*", "open_ended.md")
 
 
 def save_figure(figure: Any, path: Path, **options: Any) -> Path:

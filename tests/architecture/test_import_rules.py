@@ -166,7 +166,13 @@ def test_the_task_definition_imports_no_harness_and_no_adapter():
 ROOM_MAY_IMPORT = {
     "aqua_tasks.core": {"eval_common"},
     "aqua_tasks.audio": {"aqua_tasks.core", "eval_common"},
-    "aqua_tasks.task": {"aqua_tasks.core", "aqua_tasks.audio", "eval_common"},
+    "aqua_tasks.task": {
+        "aqua_tasks.core",
+        "aqua_tasks.audio",
+        "eval_common",
+        "orca_judge",
+        "orca_judge.metric",
+    },
     "aqua_tasks.runs": {"aqua_tasks.core", "eval_common", "orca_judge", "orca_judge.metric"},
     "aqua_tasks.reports": {"aqua_tasks.core", "aqua_tasks.runs", "eval_common", "orca_judge"},
     "aqua_tasks.gate": {"aqua_tasks.core", "aqua_tasks.runs", "aqua_tasks.reports", "eval_common"},

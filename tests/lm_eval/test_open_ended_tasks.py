@@ -43,7 +43,9 @@ def judge(released_dir) -> Path:
     return open_judge_checkpoint(released_dir)
 
 
-def run_open(tmp: Path, model: str, judge: Path, data_dir: Path, **settings) -> Path:
+def run_open(
+    tmp: Path, model: str, judge: Path, data_dir: Path, model_args: str = "", **settings
+) -> Path:
     out = tmp / model
     metadata = {
         "data_dir": str(data_dir),
@@ -56,6 +58,7 @@ def run_open(tmp: Path, model: str, judge: Path, data_dir: Path, **settings) -> 
         "lm_eval",
         "--model",
         model,
+        *(["--model_args", model_args] if model_args else []),
         "--tasks",
         "aqua-open_*",
         "--metadata",
@@ -175,3 +178,29 @@ def test_a_run_without_a_judge_stops_before_generating(tmp_path, released_dir):
     )
     assert done.returncode != 0
     assert "no judge checkpoint" in done.stderr
+
+
+def test_replaying_an_open_run_gives_its_figures(reject_run, tmp_path, judge, released_dir):
+    (folder,) = [p for p in reject_run.iterdir() if p.is_dir()]
+    out = run_open(tmp_path, "aqua-replay", judge, released_dir, model_args=f"path={folder}")
+    want, got = results_of(reject_run)["results"], results_of(out)["results"]
+    for task in ("aqua-open_animal", "aqua-open", "aqua-open_vocal"):
+        assert metrics_of({"results": got}, task) == pytest.approx(
+            metrics_of({"results": want}, task), nan_ok=True
+        )
+
+
+def test_aqua_report_puts_the_open_row_beside_the_runs_figures(first_run, tmp_path):
+    (folder,) = [p for p in first_run.iterdir() if p.is_dir()]
+    done = run_cli(
+        "aqua-report", str(folder), "--out", str(tmp_path / "rep"), "--no-chart", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {r["track"]: r for r in json.loads(done.stdout)["open_ended"]}
+    results = results_of(first_run)
+    for track in TRACKS:
+        want = metrics_of(results, f"aqua-open_{track}")
+        assert rows[track]["figures"]["acc"] == pytest.approx(want["acc"])
+        assert rows[track]["figures"]["acc_rule"] == pytest.approx(want["acc_rule"])
+        assert rows[track]["mc_task"] is None  # this run asked no multiple-choice task
+    assert (tmp_path / "rep" / "open_ended.md").read_text().count("| aqua-first") == 0

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from aqua_tasks.models.api.cache import ReplyCache
 from lm_eval.api.instance import Instance
 
 from aqua_tasks.audio.clips import LazyAudio
@@ -20,6 +19,7 @@ from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.models.api.payload import wav_bytes
 from aqua_tasks.models.api.wav_cache import DEFAULT_MAX_BYTES, WavCache, WavPrefetch
 from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
+from eval_common.reply_cache import ReplyCache
 
 
 def write_clip(path: Path, seed: int, seconds: float = 0.5, rate: int = 44100) -> LazyAudio:
