@@ -30,6 +30,7 @@ from aqua_tasks.runs import (
     read_run,
     require_aqua_items,
 )
+from aqua_tasks.runs.open_ended import is_open_item, open_settings
 
 # Manifest fields that must match; package_version and the file name may differ. Both runs
 # are re-scored here by the current code of their extractor, so a recorded extractor version
@@ -178,7 +179,22 @@ def why_not_comparable(base: ComparedRun, cand: ComparedRun) -> str | None:
         reason = _sample_reason(task, [(task, i) for i in b], base, cand)
         if reason is not None:
             return reason
-    return _judge_reason(base, cand)
+    return _open_reason(base, cand) or _judge_reason(base, cand)
+
+
+def _open_reason(base: ComparedRun, cand: ComparedRun) -> str | None:
+    """Why two runs' open-ended tasks cannot be compared: another prompt or judge threshold."""
+    tasks = sorted({i.task for i in base.samples.values() if is_open_item(i)})
+    for task in tasks:
+        b = open_settings([i for i in base.samples.values() if i.task == task])
+        c = open_settings([i for i in cand.samples.values() if i.task == task])
+        if c and b != c:
+            shown = ["; ".join(f"prompt {p}, threshold {t}" for p, t in sorted(s)) for s in (b, c)]
+            return (
+                f"{task}: asked or judged differently (baseline {shown[0]}; candidate "
+                f"{shown[1]}): compare runs of one prompt version and judge_threshold"
+            )
+    return None
 
 
 def _unknown_audio(run: ComparedRun) -> str:

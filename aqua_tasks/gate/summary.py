@@ -20,6 +20,7 @@ from aqua_tasks.gate.paired import (
     compare_task,
 )
 from aqua_tasks.runs import RunItem, iter_tasks, score_task
+from aqua_tasks.runs.open_ended import is_open_item, open_task_records
 from eval_common.cli import progress as progress_bar
 
 EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 1, 2
@@ -72,6 +73,34 @@ def _judge_comparison(
     )
 
 
+# The open-ended figures the gate tests: Ori, CA and joint of IAQD (AAD/IASD have no open form).
+OPEN_TESTED = frozenset({"acc", "ca_iaqd", "joint_iaqd"})
+
+
+def _open_comparisons(
+    base: ComparedRun, cand: ComparedRun, task: str, *, n_boot: int, seed: int, min_ca_clips: int
+) -> list[MetricComparison]:
+    """An open task's paired tests: as the judge decides, then as the rules do ('<task> rules')."""
+    key = (task, "none")
+    if key not in base.judges or key not in cand.judges:
+        return []
+
+    def task_items(run: ComparedRun) -> list:
+        found = [i for i in run.samples.values() if i.task == task and is_open_item(i)]
+        return sorted(found, key=lambda i: int(i.doc["id"]))
+
+    b_items, c_items = task_items(base), task_items(cand)
+    if not b_items or not c_items:
+        return []
+    b_judged, b_rules = open_task_records(b_items, base.judges[key])
+    c_judged, c_rules = open_task_records(c_items, cand.judges[key])
+    out = []
+    for name, b, c in ((task, b_judged, c_judged), (f"{task} rules", b_rules, c_rules)):
+        tested = compare_task(name, b, c, n_boot=n_boot, seed=seed, min_ca_clips=min_ca_clips)
+        out += [m for m in tested if m.metric in OPEN_TESTED]
+    return out
+
+
 def compare_runs(
     base: ComparedRun,
     cand: ComparedRun,
@@ -98,6 +127,9 @@ def compare_runs(
                     seed=seed,
                     min_ca_clips=min_ca_clips,
                 )
+            comparisons += _open_comparisons(
+                base, cand, task, n_boot=n_boot, seed=seed, min_ca_clips=min_ca_clips
+            )
             comparisons += [
                 _judge_comparison(
                     base, cand, key, n_boot=n_boot, seed=seed, min_units=min_judge_items

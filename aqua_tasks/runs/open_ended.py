@@ -14,12 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aqua_tasks.core.open_ended import JudgeRule, judged_outcomes, open_figures
+from aqua_tasks.core.open_ended import JudgeRule, judged_outcomes, open_figures, open_value
 from aqua_tasks.core.scoring import ItemOutcome, as_outcome
 from aqua_tasks.core.task_name import MAIN_FAMILY, TaskName
 from aqua_tasks.errors import RunError
 from aqua_tasks.runs.discovery import find_outputs, iter_jsonl
-from aqua_tasks.runs.judge_results import find_judge_results
+from aqua_tasks.runs.judge_results import JudgeResults, find_judge_results
+from aqua_tasks.runs.model import RunItem
 
 FILTER = "none"
 
@@ -79,6 +80,37 @@ def _disagreement(left: Mapping, right: Mapping) -> tuple[float, int]:
     if not shared:
         return float("nan"), 0
     return sum(left[c] != right[c] for c in shared) / len(shared), len(shared)
+
+
+def is_open_item(item: RunItem) -> bool:
+    """Whether a run item is one of an open-ended AQUA task (its doc says `form: open`)."""
+    name = TaskName.parse(item.task)
+    return item.item is None and name is not None and name.is_open_ended and "form" in item.doc
+
+
+def open_task_records(
+    items: Sequence[RunItem], judge: JudgeResults
+) -> tuple[list[dict], list[dict]]:
+    """One open task's per-item records as the judge decides them and as the rules do.
+
+    In the layout the paired tests read (`scoring.metric_value`): id, clip, type, correct,
+    parsed (the judge rated it), excluded. The values are rebuilt from each logged doc and
+    reply, as the task computed them.
+    """
+    values = [open_value(i.doc, i.reply) for i in items]
+    judged = judged_run_outcomes(values, judge.by_key())
+    records = []
+    rules = []
+    for value, outcome in zip(values, judged, strict=True):
+        base = {"id": value["id"], "clip": value["clip"], "type": value["type"], "excluded": False}
+        records.append(base | {"correct": outcome.correct, "parsed": outcome.parsed})
+        rules.append(base | {"correct": bool(value["rule_correct"]), "parsed": True})
+    return records, rules
+
+
+def open_settings(items: Sequence[RunItem]) -> set[tuple[str, str]]:
+    """The (prompt version, judge threshold) pairs an open task's items were asked under."""
+    return {(str(i.doc.get("prompt_version")), str(i.doc.get("judge_threshold"))) for i in items}
 
 
 def has_choice_tasks(run: str | Path) -> bool:

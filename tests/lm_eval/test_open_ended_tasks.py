@@ -44,7 +44,13 @@ def judge(released_dir) -> Path:
 
 
 def run_open(
-    tmp: Path, model: str, judge: Path, data_dir: Path, model_args: str = "", **settings
+    tmp: Path,
+    model: str,
+    judge: Path,
+    data_dir: Path,
+    model_args: str = "",
+    tasks: str = "aqua-open_*",
+    **settings,
 ) -> Path:
     out = tmp / model
     metadata = {
@@ -60,7 +66,7 @@ def run_open(
         model,
         *(["--model_args", model_args] if model_args else []),
         "--tasks",
-        "aqua-open_*",
+        tasks,
         "--metadata",
         json.dumps(metadata),
         "--limit",
@@ -155,13 +161,64 @@ def test_a_reply_is_the_open_question_with_its_guidance(first_run):
     assert first["target"] == first["doc"]["reference"] and "options" not in first["doc"]
 
 
-def test_the_threshold_is_a_recorded_setting(tmp_path, judge, released_dir):
-    out = run_open(tmp_path, "aqua-first-option", judge, released_dir, judge_threshold=1)
-    results = results_of(out)
+@pytest.fixture(scope="module")
+def lenient_run(tmp_path_factory, judge, released_dir) -> Path:
+    out = tmp_path_factory.mktemp("open")
+    return run_open(
+        out, "aqua-first-option", judge, released_dir, tasks="aqua-open_animal", judge_threshold=1
+    )
+
+
+def test_the_threshold_is_a_recorded_setting(lenient_run):
+    results = results_of(lenient_run)
     # Every expected rating is at least 1: every judged answer counts as right.
     assert metrics_of(results, "aqua-open_animal")["acc"] == 1
     manifest = results["configs"]["aqua-open_animal"]["metadata"]["aqua_manifest"]
     assert manifest["judge_rule"] == "expected judge rating >= 1"
+
+
+def run_folder(run: Path) -> Path:
+    (folder,) = [p for p in run.iterdir() if p.is_dir()]
+    return folder
+
+
+def test_aqua_regress_gates_open_runs_by_judge_and_by_rules(first_run, reject_run):
+    done = run_cli(
+        "aqua-regress",
+        "--baseline",
+        str(run_folder(first_run)),
+        "--candidate",
+        str(run_folder(reject_run)),
+        "--no-progress",
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| aqua-open_animal")]
+    names = [tuple(cell.strip() for cell in row.split("|")[1:3]) for row in rows]
+    assert names == [
+        ("aqua-open_animal", "Ori (acc)"),
+        ("aqua-open_animal", "CA IAQD"),
+        ("aqua-open_animal", "joint IAQD"),
+        ("aqua-open_animal rules", "Ori (acc)"),
+        ("aqua-open_animal rules", "CA IAQD"),
+        ("aqua-open_animal rules", "joint IAQD"),
+        ("aqua-open_animal", "ORCA judge"),
+    ]
+
+
+def test_aqua_regress_refuses_runs_judged_under_another_threshold(first_run, lenient_run):
+    done = run_cli(
+        "aqua-regress",
+        "--baseline",
+        str(run_folder(first_run)),
+        "--candidate",
+        str(run_folder(lenient_run)),
+        "--no-progress",
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert (
+        "aqua-open_animal: asked or judged differently (baseline prompt open-v1, threshold "
+        "4.0; candidate prompt open-v1, threshold 1.0)" in done.stdout + done.stderr
+    )
 
 
 def test_a_run_without_a_judge_stops_before_generating(tmp_path, released_dir):
