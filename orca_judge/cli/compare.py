@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE,...",
-        help="a prompted judge, as llm-judge-score --judge, plus optional name=LABEL and "
+        help="a prompted judge, as orca-llm-judge --judge, plus optional name=LABEL and "
         "price_prompt=USD,price_completion=USD (per million tokens)",
     )
     parser.add_argument(

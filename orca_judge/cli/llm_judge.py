@@ -1,4 +1,4 @@
-"""llm-judge-score: rate answers 1-5 with a prompted LLM judge; agreement when items are rated."""
+"""orca-llm-judge: rate answers 1-5 with a prompted LLM judge; agreement when items are rated."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from eval_common.cli import add_json_flag, add_progress_flag, command, fail
 from eval_common.jsonio import write_jsonl
 from eval_common.outputs import check_output_file
 
-PROG = "llm-judge-score"
+PROG = "orca-llm-judge"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -109,12 +109,14 @@ def runnable(command: str) -> str:
 
 
 class _ChatServer(BaseHTTPRequestHandler):
-    """An OpenAI-compatible chat endpoint that always rejects."""
+    """An OpenAI-compatible chat endpoint: rejects every AQUA item, rates every judged answer 4."""
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length", 0))
-        self.rfile.read(length)
-        message = {"role": "assistant", "content": "None of the above."}
+        asked = self.rfile.read(length).decode()
+        judged = "rating" in asked  # the prompted judge asks for a 1-5 rating
+        content = '{"rating": 4, "reason": "close"}' if judged else "None of the above."
+        message = {"role": "assistant", "content": content}
         payload = {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
         data = json.dumps(payload).encode()
         self.send_response(200)
@@ -240,6 +242,8 @@ def ran(readme, released_dir, released_audio_root, tmp_path_factory) -> dict[str
         MY_TASK.format(data=data, checkpoint=checkpoint)
     )
     write_jsonl(work / "items.jsonl", synthetic_items(6, 3, "it"))  # the user's own items
+    # What the skipped `orca-fetch-ratings --output data/orca-human` would write.
+    shutil.copytree(shared_data("orca-human"), work / "data" / "orca-human")
     # aqua-build's inputs: MMAU test-mini as downloaded, and another benchmark's JSONL.
     shutil.copy(mmau, work)
     write_jsonl(work / "other.jsonl", OTHER_BENCHMARK)

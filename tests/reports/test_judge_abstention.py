@@ -88,5 +88,5 @@ def test_a_bad_limit_is_one_line(released_dir):
     )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "aqua-open-judge-check: --limit must be >= 1, got 0"
+        "aqua-open-judge-check: error: --limit: expected a finite number with 1 <= --limit, got 0"
     ]
