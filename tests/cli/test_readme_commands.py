@@ -168,7 +168,7 @@ def placeholders(released_dir: Path, audio_root: Path, url: str) -> dict[str, st
 def concrete(command: str, values: dict[str, str]) -> str:
     for pattern, value in values.items():
         command = re.sub(pattern, lambda _m, v=value: v, command)
-    if command.startswith("lm_eval") and "'aqua_*'" in command:
+    if command.startswith("lm_eval") and ("'aqua_*'" in command or "'aqua-open_*'" in command):
         command += f" --limit {AQUA_LIMIT}"
     return command
 
@@ -319,6 +319,14 @@ def test_readme_runs_give_aqua_tables_orca_figures_and_reports(ran):
     for task in ("aqua_animal", "aqua_music", "aqua_vocal"):
         assert table[task, "n_items"] == AQUA_LIMIT and table[task, "unparsed_rate"] == 0.0
         assert table[task, "acc_aad"] == 1.0 and table[task, "acc_iasd"] == 1.0
+
+    # Always abstaining, asked without options: wrong on every Solvable item, right on IAQD.
+    (open_run,) = (work / "runs" / "open").rglob("results_*.json")
+    open_rows = json.loads(open_run.read_text())["results"]
+    for track in ("animal", "music", "vocal"):
+        row = open_rows[f"aqua-open_{track}"]
+        assert row["n_items,none"] == AQUA_LIMIT
+        assert row["acc_rule,none"] == 0.0 and row["acc_iaqd_rule,none"] == 1.0
 
     (orca_run,) = (work / "out").rglob("results_*.json")
     figures = json.loads(orca_run.read_text())["results"]["my_task"]
