@@ -22,17 +22,17 @@ of today's version to it is measured in one run.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import platform
 import random
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+
+from rules_from_git import rules_from_git
 
 from aqua_tasks.core.data import TRACKS, VARIANT_SUFFIXES, AquaItem, load_items
 from aqua_tasks.core.extract import (
@@ -46,8 +46,6 @@ from aqua_tasks.errors import AquaDataError
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO.parent / "shared" / "data" / "aqua-bench"
 BASELINE = "3.0"
-BASELINE_MODULES = ("verdict", "rules_words", "rules_mentions", "rules_non_answers", "rules",
-                    "reasoning", "structured", "languages")  # fmt: skip
 LEXICON = json.loads(
     resources.files("aqua_tasks.core.extract").joinpath("lexicon.json").read_text("utf-8")
 )
@@ -201,29 +199,7 @@ PAIRS = (("aqua-rules", "official"), ("aqua-rules", "mmau-string-match"),
 
 def baseline_extractor(ref: str | None) -> tuple[str, Callable[[str, AquaItem], Extraction]]:
     """`aqua-rules` 3.0 as committed at `ref` (default: the last commit that had it)."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(REPO), *args], check=True, capture_output=True,
-                              text=True).stdout  # fmt: skip
-
-    if ref is None:
-        removed = git("log", "-1", "--format=%H", "-S", f'"aqua-rules": "{BASELINE}"', "--",
-                      "aqua_tasks/core/extract/registry.py").strip()  # fmt: skip
-        ref = f"{removed}^"
-    folder = Path(tempfile.mkdtemp(prefix="aqua_rules_baseline_")) / "aqua_rules_baseline"
-    folder.mkdir()
-    (folder / "__init__.py").write_text("")
-    for name in BASELINE_MODULES:
-        source = git("show", f"{ref}:aqua_tasks/core/extract/{name}.py")
-        source = source.replace("aqua_tasks.core.extract.", "aqua_rules_baseline.")
-        # Its own lexicon, not today's: languages.py reads the data next to itself.
-        source = source.replace('"aqua_tasks.core.extract"', '"aqua_rules_baseline"')
-        (folder / f"{name}.py").write_text(source, encoding="utf-8")
-    lexicon = git("show", f"{ref}:aqua_tasks/core/extract/lexicon.json")
-    (folder / "lexicon.json").write_text(lexicon, encoding="utf-8")
-    sys.path.insert(0, str(folder.parent))
-    rules = importlib.import_module("aqua_rules_baseline.rules")
-    commit = git("rev-parse", "--short", ref).strip()
+    commit, rules = rules_from_git(BASELINE, ref)
     return commit, lambda reply, item: rules.extract_aqua_rules(
         reply, item.options, item.rejection_strings
     )
@@ -272,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     work = [(reply, item) for item, (_, reply) in zip(drawn, replies, strict=True)]
     try:
         baseline_commit, baseline = baseline_extractor(args.baseline_ref)
-    except (subprocess.CalledProcessError, OSError) as error:
+    except (subprocess.CalledProcessError, OSError, LookupError) as error:
         print(f"error: cannot read aqua-rules {BASELINE} from git: {error}", file=sys.stderr)
         return 2
     extractors = EXTRACTORS | {f"aqua-rules {BASELINE}": baseline}
