@@ -35,11 +35,13 @@ _REFUSALS = (
     r"(?:have\s+|get\s+|got\s+|been\s+given\s+)?(?:any\s+)?(?:access\s+to|received?|get"
     rf"|see|hear)\s+{_THE}{_AUDIO}\b",
     rf"\b(?:no|without)\s+(?:direct\s+)?access\s+to\s+{_THE}{_AUDIO}\b",
+    rf"\b(?:(?:was|were)\s+(?:not|never)|wasn't|weren't)\s+(?:given|sent|provided\s+with)\s+"
+    rf"{_THE}{_AUDIO}\b",
     # Not attached: "no audio was provided", "the recording is not attached", "didn't come through".
     rf"\bno\s+{_AUDIO}\s+(?:file\s+|clip\s+)?(?:was|is|has\s+been|were|have\s+been|came"
     r"|seems\s+to\s+(?:be|have\s+been)|appears\s+to\s+(?:be|have\s+been))\s+(?:\w+\s+)?"
     r"(?:provided|attached|included|given|shared|uploaded|received|sent|present|through|with)\b",
-    rf"\bthere\s+(?:is|was|'s)\s+no\s+{_AUDIO}\s+(?:file\s+|clip\s+)?(?:attached|included"
+    rf"\bthere(?:\s+is|\s+was|'s)\s+no\s+{_AUDIO}\s+(?:file\s+|clip\s+)?(?:attached|included"
     r"|provided|here|present|in\s+(?:the|this|your)\s+(?:message|prompt|request|conversation))\b",
     rf"\b{_AUDIO}\s+(?:file\s+|clip\s+)?(?:is|was|seems|appears)\s+(?:to\s+be\s+)?"
     r"(?:not\s+(?:attached|included|provided|available|present)|missing|absent|empty)\b"
@@ -53,7 +55,7 @@ _REFUSALS = (
     r"\b(?:can't|cannot|can\s+not|unable\s+to|not\s+able\s+to|no\s+way\s+(?:for\s+me\s+)?to)"
     r"\s+(?:hear|listen|perceive)\b(?:\s+(?:sounds?|anything|audio|at\s+all))?"
     r"(?=\s*(?:[.,;:!)]|$)|\s+(?:so|and|because|as|since|but)\b)",
-    r"\b(?:without|have\s+no|has\s+no|lack|lacking|(?:don't|do\s+not)\s+have)\s+(?:any\s+)?"
+    r"\b(?:without|(?:have|has|having)\s+no|lack|lacking|(?:don't|do\s+not)\s+have)\s+(?:any\s+)?"
     r"(?:ears|hearing|(?:the\s+)?(?:ability|capability|capacity|means)\s+to\s+(?:hear|listen))\b",
 )
 _REFUSAL = re.compile("|".join(_REFUSALS))

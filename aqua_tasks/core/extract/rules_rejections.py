@@ -32,6 +32,7 @@ _WRONG = (
 )
 _FITS = r"(?:fits?|matche?s?|appl(?:y|ies)|works?|corresponds?|is\s+(?:right|correct|valid))"
 _UNIVERSAL = r"(?:all|every|each)\s+(?:single\s+)?(?:one\s+)?(?:of\s+)?"
+_GIVEN = r"(?:(?:given|listed|offered|provided|here)\s+)?"  # "the answers given lack it"
 _NOT_IN = (
     r"(?:on|in|among|amongst|within|part\s+of|one\s+of|any\s+of|included\s+(?:in|among)"
     r"|present\s+(?:in|among)|found\s+(?:in|among)|listed\s+(?:in|among)|offered\s+(?:in|among)"
@@ -70,7 +71,7 @@ _FRAMES = (
     rf"\b(?:does\s+not|doesn't|do\s+not|don't)\s+(?:match|fit)\s+any\s+(?:of\s+)?"
     rf"(?:the|these|them|{_OPTIONS})\b",
     # Every option is wrong.
-    rf"\b{_UNIVERSAL}(?:{_OPTIONS}|them|these|those|{_COUNT})\s+(?:listed\s+|given\s+|here\s+)?"
+    rf"\b{_UNIVERSAL}(?:{_OPTIONS}|them|these|those|(?:the\s+)?{_COUNT})\s+(?:listed\s+|given\s+|here\s+)?"
     rf"(?:is|are|seems?|seem\s+to\s+be|looks?|appears?(?:\s+to\s+be)?)\s+(?:\w+\s+)?{_WRONG}\b",
     rf"\b{_UNIVERSAL}(?:{_OPTIONS}|them|{_COUNT})\s+(?:miss(?:es)?|fail(?:s)?|falls?\s+short)\b",
     rf"\b{_OPTION_NOUN}\s+(?:are|were)\s+all\s+(?:\w+\s+)?{_WRONG}\b",
@@ -83,9 +84,9 @@ _FRAMES = (
     r"(?:missing|absent|not\s+(?:there|here|listed|included|offered|given|present|available))\b",
     rf"\b{_ANSWER_NOUN}\s+(?:isn't|wasn't)\s+(?:there|here|listed|included|offered|given"
     r"|present|available)\b",
-    rf"\b{_OPTIONS}\s+(?:don't|do\s+not|doesn't|does\s+not|fail\s+to|never)\s+"
+    rf"\b{_OPTIONS}\s+{_GIVEN}(?:don't|do\s+not|doesn't|does\s+not|fail\s+to|never)\s+"
     r"(?:include|contain|list|cover|offer|have|mention)\b",
-    rf"\b{_OPTIONS}\s+(?:lacks?|omits?|leaves?\s+out)\b",
+    rf"\b{_OPTIONS}\s+{_GIVEN}(?:lacks?|omits?|leaves?\s+out)\b",
     # The options belong to another category than the question.
     r"\b(?:these|they|those|the\s+(?:options|choices|answers))\s+(?:are|'re)\s+(?:all\s+)?"
     rf"(?:just\s+)?(?:\w+\s+)?{_CATEGORIES}\s*,?\s*(?:and\s+)?not\s+{_DOMAINS}\b",
