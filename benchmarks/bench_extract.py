@@ -12,9 +12,9 @@ reasoning replies (`long-reasoning`), `<think>` blocks finished and cut off (`th
 structured answers (`structured`), non-English replies (`multilingual`) and paraphrased
 rejections (`paraphrase`), and since 3.1 localised IASD option words (`iasd-words`), CJK
 answers stated before their frame (`cjk-order`), short replies that only lean (`lean`) and
-homonyms whose other sense is not an option (`homonym`). `aqua-rules` 3.0, read from git (the
-last commit that had it, or `--baseline-ref`), is timed on the same replies, so the cost ratio
-of today's version to it is measured in one run.
+homonyms whose other sense is not an option (`homonym`). The previous `aqua-rules` (3.1), read
+from git (the last commit that had it, or `--baseline-ref`), is timed on the same replies, so
+the cost ratio of today's version to it is measured in one run.
 
     python benchmarks/bench_extract.py --n 20000 --json
 """
@@ -45,7 +45,7 @@ from aqua_tasks.errors import AquaDataError
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO.parent / "shared" / "data" / "aqua-bench"
-BASELINE = "3.0"
+BASELINE = "3.1"  # the previous version, read from git and timed beside today's
 LEXICON = json.loads(
     resources.files("aqua_tasks.core.extract").joinpath("lexicon.json").read_text("utf-8")
 )
@@ -198,7 +198,7 @@ PAIRS = (("aqua-rules", "official"), ("aqua-rules", "mmau-string-match"),
 
 
 def baseline_extractor(ref: str | None) -> tuple[str, Callable[[str, AquaItem], Extraction]]:
-    """`aqua-rules` 3.0 as committed at `ref` (default: the last commit that had it)."""
+    """`aqua-rules` BASELINE as committed at `ref` (default: the last commit that had it)."""
     commit, rules = rules_from_git(BASELINE, ref)
     return commit, lambda reply, item: rules.extract_aqua_rules(
         reply, item.options, item.rejection_strings
@@ -226,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
-        "--baseline-ref", help="git commit holding aqua-rules 3.0 (default: the last one that did)"
+        "--baseline-ref",
+        help=f"git commit holding aqua-rules {BASELINE} (default: the last one that did)",
     )
     args = parser.parse_args(argv)
     if args.n < 1:
@@ -262,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         "mix": kinds,
         "mean_reply_chars": round(sum(len(r) for _, r in replies) / args.n, 1),
         "replies_per_s": {name: round(v) for name, v in speed.items()},
-        "cost_ratio_vs_3_0": round(speed[f"aqua-rules {BASELINE}"] / speed["aqua-rules"], 2),
+        "cost_ratio_vs_baseline": round(speed[f"aqua-rules {BASELINE}"] / speed["aqua-rules"], 2),
         "baseline_commit": baseline_commit,
         "unparsed": {name: sum(not x.parsed for x in rs) for name, rs in results.items()},
         "truncated": sum(x.reason.startswith("truncated") for x in results["aqua-rules"]),
@@ -277,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, value in speed.items():
         unparsed = result["unparsed"][name]
         print(f"{name:<18} {value:12,.0f} replies/s   unparsed {unparsed}")
-    ratio = result["cost_ratio_vs_3_0"]
+    ratio = result["cost_ratio_vs_baseline"]
     print(f"aqua-rules cost / aqua-rules {BASELINE} ({baseline_commit}) cost: {ratio}")
     print("\nreplies on which two extractors choose differently")
     header = ["kind", "replies", *(f"{a} vs {b}" for a, b in PAIRS)]
