@@ -12,9 +12,9 @@ reasoning replies (`long-reasoning`), `<think>` blocks finished and cut off (`th
 structured answers (`structured`), non-English replies (`multilingual`) and paraphrased
 rejections (`paraphrase`), and since 3.1 localised IASD option words (`iasd-words`), CJK
 answers stated before their frame (`cjk-order`), short replies that only lean (`lean`) and
-homonyms whose other sense is not an option (`homonym`). `aqua-rules` 3.0, read from git (the
-last commit that had it, or `--baseline-ref`), is timed on the same replies, so the cost ratio
-of today's version to it is measured in one run.
+homonyms whose other sense is not an option (`homonym`). The previous `aqua-rules` (3.1), read
+from git (the last commit that had it, or `--baseline-ref`), is timed on the same replies, so
+the cost ratio of today's version to it is measured in one run.
 
     python benchmarks/bench_extract.py --n 20000 --json
 """
@@ -22,17 +22,17 @@ of today's version to it is measured in one run.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import platform
 import random
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+
+from rules_from_git import rules_from_git
 
 from aqua_tasks.core.data import TRACKS, VARIANT_SUFFIXES, AquaItem, load_items
 from aqua_tasks.core.extract import (
@@ -45,9 +45,7 @@ from aqua_tasks.errors import AquaDataError
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO.parent / "shared" / "data" / "aqua-bench"
-BASELINE = "3.0"
-BASELINE_MODULES = ("verdict", "rules_words", "rules_mentions", "rules_non_answers", "rules",
-                    "reasoning", "structured", "languages")  # fmt: skip
+BASELINE = "3.1"  # the previous version, read from git and timed beside today's
 LEXICON = json.loads(
     resources.files("aqua_tasks.core.extract").joinpath("lexicon.json").read_text("utf-8")
 )
@@ -200,30 +198,8 @@ PAIRS = (("aqua-rules", "official"), ("aqua-rules", "mmau-string-match"),
 
 
 def baseline_extractor(ref: str | None) -> tuple[str, Callable[[str, AquaItem], Extraction]]:
-    """`aqua-rules` 3.0 as committed at `ref` (default: the last commit that had it)."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(REPO), *args], check=True, capture_output=True,
-                              text=True).stdout  # fmt: skip
-
-    if ref is None:
-        removed = git("log", "-1", "--format=%H", "-S", f'"aqua-rules": "{BASELINE}"', "--",
-                      "aqua_tasks/core/extract/registry.py").strip()  # fmt: skip
-        ref = f"{removed}^"
-    folder = Path(tempfile.mkdtemp(prefix="aqua_rules_baseline_")) / "aqua_rules_baseline"
-    folder.mkdir()
-    (folder / "__init__.py").write_text("")
-    for name in BASELINE_MODULES:
-        source = git("show", f"{ref}:aqua_tasks/core/extract/{name}.py")
-        source = source.replace("aqua_tasks.core.extract.", "aqua_rules_baseline.")
-        # Its own lexicon, not today's: languages.py reads the data next to itself.
-        source = source.replace('"aqua_tasks.core.extract"', '"aqua_rules_baseline"')
-        (folder / f"{name}.py").write_text(source, encoding="utf-8")
-    lexicon = git("show", f"{ref}:aqua_tasks/core/extract/lexicon.json")
-    (folder / "lexicon.json").write_text(lexicon, encoding="utf-8")
-    sys.path.insert(0, str(folder.parent))
-    rules = importlib.import_module("aqua_rules_baseline.rules")
-    commit = git("rev-parse", "--short", ref).strip()
+    """`aqua-rules` BASELINE as committed at `ref` (default: the last commit that had it)."""
+    commit, rules = rules_from_git(BASELINE, ref)
     return commit, lambda reply, item: rules.extract_aqua_rules(
         reply, item.options, item.rejection_strings
     )
@@ -250,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
-        "--baseline-ref", help="git commit holding aqua-rules 3.0 (default: the last one that did)"
+        "--baseline-ref",
+        help=f"git commit holding aqua-rules {BASELINE} (default: the last one that did)",
     )
     args = parser.parse_args(argv)
     if args.n < 1:
@@ -272,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     work = [(reply, item) for item, (_, reply) in zip(drawn, replies, strict=True)]
     try:
         baseline_commit, baseline = baseline_extractor(args.baseline_ref)
-    except (subprocess.CalledProcessError, OSError) as error:
+    except (subprocess.CalledProcessError, OSError, LookupError) as error:
         print(f"error: cannot read aqua-rules {BASELINE} from git: {error}", file=sys.stderr)
         return 2
     extractors = EXTRACTORS | {f"aqua-rules {BASELINE}": baseline}
@@ -286,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         "mix": kinds,
         "mean_reply_chars": round(sum(len(r) for _, r in replies) / args.n, 1),
         "replies_per_s": {name: round(v) for name, v in speed.items()},
-        "cost_ratio_vs_3_0": round(speed[f"aqua-rules {BASELINE}"] / speed["aqua-rules"], 2),
+        "cost_ratio_vs_baseline": round(speed[f"aqua-rules {BASELINE}"] / speed["aqua-rules"], 2),
         "baseline_commit": baseline_commit,
         "unparsed": {name: sum(not x.parsed for x in rs) for name, rs in results.items()},
         "truncated": sum(x.reason.startswith("truncated") for x in results["aqua-rules"]),
@@ -301,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, value in speed.items():
         unparsed = result["unparsed"][name]
         print(f"{name:<18} {value:12,.0f} replies/s   unparsed {unparsed}")
-    ratio = result["cost_ratio_vs_3_0"]
+    ratio = result["cost_ratio_vs_baseline"]
     print(f"aqua-rules cost / aqua-rules {BASELINE} ({baseline_commit}) cost: {ratio}")
     print("\nreplies on which two extractors choose differently")
     header = ["kind", "replies", *(f"{a} vs {b}" for a, b in PAIRS)]

@@ -2,7 +2,8 @@
 
 lmms-eval spends ~15 s indexing every task folder before it builds a task or a model; a bad
 `AQUA_METADATA`, a missing data folder or a bad model argument of one of this package's
-models would only then fail. `check_cli_run` refuses them first, with the errors the task
+models would only then fail, and a model that needs audio on a text-only run would fail on its
+first request. `check_cli_run` refuses them first, with the errors the task
 and the model classes raise themselves. `is_own_run` says whether a run is this package's
 (its tasks or models), whose failure must not end in lmms-eval's exit status 0. Which models
 are ours, and the lm-eval class each wraps, the caller says (`eval_plugins.names`).
@@ -14,9 +15,11 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from aqua_tasks.core.settings_place import LMMS_EVAL_PLACE, settings_given_in
 from aqua_tasks.errors import AquaDataError
 from aqua_tasks.lmms_eval import include_path
 from aqua_tasks.lmms_eval.task import METADATA_ENV, METADATA_HELP, run_settings
+from aqua_tasks.models.audio_prompts import refuse_text_only_run
 
 
 def shipped_tasks() -> frozenset[str]:
@@ -41,6 +44,7 @@ def check_cli_run(args: Any, model_class: type | None = None) -> None:
 
     `model_class`: the lm-eval class `--model` wraps when it is one of ours (None: not ours).
     """
+    settings = None
     if any(t in shipped_tasks() for t in selected_tasks(args)):
         settings = run_settings(None)  # the shipped YAMLs carry no data folder
         data_dir = Path(str(settings["data_dir"])).expanduser()
@@ -50,6 +54,10 @@ def check_cli_run(args: Any, model_class: type | None = None) -> None:
             )
     if model_class is not None:
         check_model_args(args, model_class)
+        if settings is not None:
+            # A model that needs audio on `"audio": false`: one line now, not a traceback later.
+            with settings_given_in(LMMS_EVAL_PLACE):
+                refuse_text_only_run(model_class, settings)
 
 
 def check_model_args(args: Any, cls: type) -> None:

@@ -3,6 +3,8 @@
 Task prompts mark each clip with an `<audio>` placeholder; chat messages carry the clips as
 audio parts, rendered with a processor's chat template (or its raw audio tokens where it has
 none); waveforms go in mono at the model's rate; replies stop at the task's stop strings.
+A model that needs audio refuses an explicit text-only run (`"audio": false`) before any
+request (`refuse_text_only_run`, called by both harnesses' start-up checks).
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aqua_tasks.audio.clips import resample
+from aqua_tasks.core.docs import audio_enabled
+from aqua_tasks.core.settings_place import settings_place
+from aqua_tasks.errors import ModelArgumentError
 
 if TYPE_CHECKING:
     from lm_eval.api.instance import Instance
@@ -37,6 +42,21 @@ def cut_at_stop(text: str, until: Sequence[str]) -> str:
     """`text` up to the earliest occurrence of any stop string (all of it when none occurs)."""
     cut = min((i for i in (text.find(s) for s in until if s) if i >= 0), default=len(text))
     return text[:cut]
+
+
+def refuse_text_only_run(model_class: type, settings: Mapping[str, Any]) -> None:
+    """ModelArgumentError, one line naming the fix, for a model that needs audio on a text-only run.
+
+    `model_class` needs audio when it names `AUDIO_MODEL` (its registered name) and
+    `TEXT_ONLY_MODEL` (what to run text-only instead); any other class passes.
+    """
+    name, text_only = (getattr(model_class, a, None) for a in ("AUDIO_MODEL", "TEXT_ONLY_MODEL"))
+    if name is None or text_only is None or audio_enabled(settings):
+        return
+    raise ModelArgumentError(
+        f'{name} needs audio, but {settings_place()} sets "audio": false (a text-only run): '
+        f'drop "audio": false to send the clips, or run text-only with {text_only}'
+    )
 
 
 def request_clips(request: Instance, model: str, text_only: str) -> list[Mapping[str, Any]]:

@@ -88,6 +88,9 @@ class AudioLM(ArgsThroughArgObj, LM):
     MULTIMODAL = True  # lm-eval refuses audio tasks for models without this flag
     # CLI-level settings lm-eval passes to every model (the CLI always sends batch_size=1).
     HARNESS_ARGS = ("batch_size", "max_batch_size", "device")
+    # It needs audio: a text-only run is refused before it starts (refuse_text_only_run).
+    AUDIO_MODEL = "aqua-audiolm"
+    TEXT_ONLY_MODEL = "an `hf` model"
 
     def __init__(
         self,
@@ -350,7 +353,7 @@ class AudioLM(ArgsThroughArgObj, LM):
         jobs = []
         for index, request in enumerate(requests):
             context, gen_kwargs = request.args[0], request.args[1]
-            audio = request_clips(request, "aqua-audiolm", "use an `hf` model")
+            audio = request_clips(request, self.AUDIO_MODEL, f"use {self.TEXT_ONLY_MODEL}")
             until, max_new = self._gen_settings(gen_kwargs or {})
             prompt = self.prompt(context, len(audio))
             jobs.append(Job(index, request, prompt, audio, tuple(until), max_new))

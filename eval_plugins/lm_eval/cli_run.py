@@ -107,9 +107,10 @@ def check_run_settings(args: Any) -> None:
 
     if getattr(args, "command", "run") != "run":
         return
-    if selects_aqua_tasks(getattr(args, "tasks", None)):
+    aqua = selects_aqua_tasks(getattr(args, "tasks", None))
+    if aqua:
         check_aqua_metadata(getattr(args, "metadata", None))
-    check_model_args(args)
+    check_model_args(args, getattr(args, "metadata", None) if aqua else None)
     check_loggers(args)
 
 
@@ -131,21 +132,27 @@ def check_loggers(args: Any) -> None:
         ) from None
 
 
-def check_model_args(args: Any) -> None:
-    """ModelArgumentError for a bad model argument of one of our models; loads no model."""
+def check_model_args(args: Any, aqua_metadata: dict | None = None) -> None:
+    """ModelArgumentError for a bad model argument of one of our models; loads no model.
+
+    `aqua_metadata`: the `--metadata` of a run of AQUA tasks (None otherwise), so that a model
+    that needs audio refuses a text-only run before any request.
+    """
+    from aqua_tasks.models.audio_prompts import refuse_text_only_run
     from eval_plugins.names import LM_EVAL, load, names_of, targets
 
     name = str(getattr(args, "model", "") or "")
-    model_args = getattr(args, "model_args", None)
-    if name not in names_of(LM_EVAL, "models", "aqua_tasks") or not isinstance(
-        model_args or {}, dict
-    ):
+    if name not in names_of(LM_EVAL, "models", "aqua_tasks"):
         return  # lm-eval's own models check their own arguments
     cls = load(targets(LM_EVAL, "models")[name])
-    harness = {
-        name: getattr(args, name, None) for name in ("batch_size", "max_batch_size", "device")
-    }
-    cls.check_model_args(dict(model_args or {}), harness)
+    model_args = getattr(args, "model_args", None)
+    if isinstance(model_args or {}, dict):
+        harness = {
+            name: getattr(args, name, None) for name in ("batch_size", "max_batch_size", "device")
+        }
+        cls.check_model_args(dict(model_args or {}), harness)
+    if isinstance(aqua_metadata, dict):
+        refuse_text_only_run(cls, aqua_metadata)
 
 
 def report(record: CliRun, prog: str) -> int:

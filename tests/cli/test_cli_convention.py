@@ -162,7 +162,7 @@ def test_aqua_score_hides_its_progress_bar_with_no_progress(capsys):
     # The legacy run was recorded under the old extractor name: only that notice remains.
     err = capsys.readouterr().err
     assert err.splitlines() == [
-        "aqua-score: recorded extractor 'mmau' 1.0 re-scored with 'aqua-rules' 3.1 (current code)"
+        "aqua-score: recorded extractor 'mmau' 1.0 re-scored with 'aqua-rules' 3.2 (current code)"
     ]
     assert cli_score.main([str(LEGACY), "--n-boot", "20", "--json"]) == 0
     assert "scoring" in capsys.readouterr().err

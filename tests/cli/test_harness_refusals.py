@@ -17,6 +17,7 @@ from eval_plugins.startup_hook import ENV_SWITCH
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
 URL = "http://localhost:9/v1/chat/completions"
+HUB_ID = "Qwen/Qwen2-Audio-7B-Instruct"  # checked for its form only: nothing is downloaded
 UNSAFE_TASK = """\
 task: my_task
 dataset_path: json
@@ -48,6 +49,10 @@ def refusals(released_dir, tmp_path_factory) -> dict[str, subprocess.CompletedPr
                        f"pretrained={tmp / 'no-such-model'}"],
         "num_concurrent": [*lm_eval, meta, "--model", "openai-audio-chat", "--model_args",
                            f"base_url={URL},model=m,num_concurrent=0"],
+        "text_only_api": [*lm_eval, meta, "--model", "openai-audio-chat", "--model_args",
+                          f"base_url={URL},model=m"],
+        "text_only_audiolm": [*aqua_eval, meta, "--tasks", "aqua_animal", "--model",
+                              "aqua-audiolm", "--model_args", f"pretrained={HUB_ID}"],
         "replay": [*lm_eval, meta, "--model", "aqua-replay", "--model_args", f"path={saved}",
                    "--output_path", str(tmp / "out")],
         "lm_eval_json": [*lm_eval, '{"data_dir": ', "--model", "aqua-random"],
@@ -86,6 +91,19 @@ def test_api_and_baseline_model_args_name_argument_value_and_range(refusals):
         "num_concurrent=0: expected an integer >= 1"
     )
     assert _line(refusals["seed"], "aqua-eval") == "seed='abc': expected an integer >= 0"
+
+
+def test_a_model_that_needs_audio_refuses_a_text_only_run_before_any_request(refusals):
+    # Port 9 (discard) never answers: the line comes from the start-up check, not a request.
+    assert _line(refusals["text_only_api"], "lm_eval") == (
+        'openai-audio-chat needs audio, but --metadata sets "audio": false (a text-only run): '
+        'drop "audio": false to send the clips, or run text-only with lm-eval\'s '
+        "local-chat-completions"
+    )
+    assert _line(refusals["text_only_audiolm"], "aqua-eval") == (
+        'aqua-audiolm needs audio, but --metadata sets "audio": false (a text-only run): '
+        'drop "audio": false to send the clips, or run text-only with an `hf` model'
+    )
 
 
 def test_replay_of_a_shorter_run_names_the_missing_items(refusals):

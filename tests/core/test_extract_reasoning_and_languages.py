@@ -307,9 +307,9 @@ def test_hedge_with_a_clear_final_commitment_is_that_option(dog):
 
 
 def test_runs_recorded_with_2_x_are_rescored_and_say_so():
-    assert EXTRACTOR_VERSIONS["aqua-rules"] == "3.1"
+    assert EXTRACTOR_VERSIONS["aqua-rules"] == "3.2"
     assert rescoring_notice("aqua-rules", "2.0") == (
-        "recorded extractor 'aqua-rules' 2.0 re-scored with 'aqua-rules' 3.1 (current code)"
+        "recorded extractor 'aqua-rules' 2.0 re-scored with 'aqua-rules' 3.2 (current code)"
     )
 
 

@@ -333,7 +333,7 @@ def test_default_extractor_has_an_honest_name_and_mmau_is_its_alias(caplog):
     assert DEFAULT_EXTRACTOR == "aqua-rules"
     assert EXTRACTOR_ALIASES == {"mmau": "aqua-rules"}
     assert {"aqua-rules", "official", "mmau-string-match", "mmau"} == set(EXTRACTOR_NAMES)
-    assert EXTRACTOR_VERSIONS["mmau"] == EXTRACTOR_VERSIONS["aqua-rules"] == "3.1"
+    assert EXTRACTOR_VERSIONS["mmau"] == EXTRACTOR_VERSIONS["aqua-rules"] == "3.2"
     assert extract_mmau is extract_aqua_rules
     # A documented name of recorded runs, not a deprecation: one debug line, no warning.
     with caplog.at_level(logging.DEBUG, logger="aqua_tasks.core.extract"):
@@ -352,8 +352,8 @@ def test_alias_and_default_give_the_same_extraction():
 def test_rescoring_notice_is_one_line_for_old_names_and_versions_only():
     notice = rescoring_notice("mmau", "1.0")
     assert notice is not None and "\n" not in notice
-    assert "'mmau' 1.0" in notice and "'aqua-rules' 3.1" in notice
-    assert rescoring_notice("aqua-rules", "3.1") is None
+    assert "'mmau' 1.0" in notice and "'aqua-rules' 3.2" in notice
+    assert rescoring_notice("aqua-rules", "3.2") is None
     assert rescoring_notice("official", None) is None
     assert "'aqua-rules' 1.0" in rescoring_notice("aqua-rules", "1.0")
 

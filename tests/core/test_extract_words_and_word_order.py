@@ -174,5 +174,5 @@ def test_a_lean_with_a_commitment_or_a_plain_statement_still_chooses(pick_animal
 
 def test_runs_recorded_with_3_0_are_rescored_and_say_so():
     assert rescoring_notice("aqua-rules", "3.0") == (
-        "recorded extractor 'aqua-rules' 3.0 re-scored with 'aqua-rules' 3.1 (current code)"
+        "recorded extractor 'aqua-rules' 3.0 re-scored with 'aqua-rules' 3.2 (current code)"
     )

@@ -25,7 +25,7 @@ def _as_recorded_by_current_code(target: Path) -> Path:
     for file in target.iterdir():
         text = file.read_text(encoding="utf-8")
         text = text.replace('"extractor": "mmau"', '"extractor": "aqua-rules"')
-        text = text.replace('"extractor_version": "1.0"', '"extractor_version": "3.1"')
+        text = text.replace('"extractor_version": "1.0"', '"extractor_version": "3.2"')
         file.write_text(text, encoding="utf-8")
     return target
 
@@ -34,7 +34,7 @@ def test_aqua_score_names_the_rescoring_of_an_old_extractor_record():
     proc = _run(BIN / "aqua-score", LEGACY, "--json", "--no-progress")
     assert proc.returncode == 0, proc.stderr
     assert (
-        "aqua-score: recorded extractor 'mmau' 1.0 re-scored with 'aqua-rules' 3.1 "
+        "aqua-score: recorded extractor 'mmau' 1.0 re-scored with 'aqua-rules' 3.2 "
         "(current code)" in proc.stderr
     )
     payload = json.loads(proc.stdout)
@@ -56,7 +56,7 @@ def test_regress_compares_an_old_baseline_with_a_run_recorded_under_the_new_name
         BIN / "aqua-regress", "--baseline", LEGACY, "--candidate", candidate, "--no-progress"
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "re-scored with 'aqua-rules' 3.1" in proc.stderr
+    assert "re-scored with 'aqua-rules' 3.2" in proc.stderr
 
 
 def test_regress_still_refuses_runs_scored_by_different_extractors(tmp_path):

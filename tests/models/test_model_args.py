@@ -141,3 +141,29 @@ def test_both_model_classes_build_from_a_model_args_string_through_one_implement
         OpenAIAudioChatLM.create_from_arg_string(f"base_url={URL},model=m,bogus=1", HARNESS)
     with pytest.raises(ModelArgumentError, match="cache='perhaps': expected true/false"):
         OpenAIAudioChatLM.create_from_arg_string(f"base_url={URL},model=m,cache=perhaps")
+
+
+def test_models_that_need_audio_refuse_a_text_only_run_in_one_line_naming_the_fix():
+    from aqua_tasks.core.settings_place import LMMS_EVAL_PLACE, settings_given_in
+    from aqua_tasks.models.audio_prompts import refuse_text_only_run
+
+    for cls, name, instead in (
+        (AudioLM, "aqua-audiolm", "an `hf` model"),
+        (OpenAIAudioChatLM, "openai-audio-chat", "lm-eval's local-chat-completions"),
+    ):
+        with pytest.raises(ModelArgumentError) as refused:
+            refuse_text_only_run(cls, {"data_dir": "d", "audio": "false"})
+        line = str(refused.value)
+        assert "\n" not in line and line.startswith(f"{name} needs audio, but --metadata sets")
+        assert line.endswith(
+            f'drop "audio": false to send the clips, or run text-only with {instead}'
+        )
+        refuse_text_only_run(cls, {"data_dir": "d"})  # audio runs pass
+        refuse_text_only_run(cls, {"data_dir": "d", "audio": True})
+    with (
+        settings_given_in(LMMS_EVAL_PLACE),
+        pytest.raises(ModelArgumentError, match="AQUA_METADATA"),
+    ):
+        refuse_text_only_run(AudioLM, {"audio": False})
+    # Baselines answer from the doc, never from the audio: a text-only run is theirs to make.
+    refuse_text_only_run(FirstOptionLM, {"audio": False})

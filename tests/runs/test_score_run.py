@@ -62,7 +62,7 @@ def test_score_run_is_exactly_what_aqua_score_json_prints(legacy_run, capsys):
     assert is_run_scores(payload) and not is_run_scores({"results": {}})
     # The recorded extractor is the old name of the current one: re-scored, and said so.
     assert scores.rescoring == (
-        "recorded extractor 'mmau' 1.0 re-scored with 'aqua-rules' 3.1 (current code)",
+        "recorded extractor 'mmau' 1.0 re-scored with 'aqua-rules' 3.2 (current code)",
     )
 
 

@@ -16,6 +16,10 @@ answer frame after the answer ("赤が正解です", "빨간색이 정답입니�
 answer, its particle and its postposed frame are rewritten as "answer: <answer>." before the
 glossing. Korean words are only glossed at a word start and before a particle or a break,
 so "양" (sheep) is not read inside "다양한".
+
+A Latin-script language is spotted in the whole reply, else sentence by sentence: an English
+reply that ends "Antwort: keine davon" has that sentence glossed. `verdict_words` gives each
+language's yes and no of a verdict table (structured.py).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ _ENGLISH_VOCABULARY = (
 _ENGLISH = frozenset(_ENGLISH_VOCABULARY.split())
 _MIN_INDICATORS = 2
 _SPACES = re.compile(r" {2,}")
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _HANGUL = "\uac00-\ud7af\u1100-\u11ff"
 # A postposed answer runs from the start of its clause ("판타지 책이 정답입니다": "판타지 책").
 _CLAUSE_BREAKS = "。．.!?！？、，,：:；;\n「」『』"
@@ -160,11 +165,40 @@ def _spoken(text: str, low: str) -> list[Language]:
     return found
 
 
+@cache
+def verdict_words() -> tuple[frozenset[str], frozenset[str]]:
+    """The lower-cased yes and no words of a verdict table in every lexicon language."""
+    raw = resources.files("aqua_tasks.core.extract").joinpath("lexicon.json").read_text("utf-8")
+    tables = [t for code, t in json.loads(raw).items() if not code.startswith("_")]
+    words = [t.get("verdicts", {}) for t in tables]
+    yes = frozenset(w.lower() for v in words for w in v.get("yes", ()))
+    return yes, frozenset(w.lower() for v in words for w in v.get("no", ()))
+
+
+def _gloss_sentences(text: str) -> tuple[str, tuple[str, ...]]:
+    """Sentences written in a Latin-script lexicon language inside an otherwise English reply."""
+    found: dict[str, None] = {}
+
+    def one(m: re.Match[str]) -> str:
+        sentence = m.group()
+        latin = [lang for lang in _spoken(sentence, sentence.casefold()) if lang.script == "latin"]
+        for lang in latin:
+            found[lang.code] = None
+            sentence = lang.phrases.sub(lambda p, g=lang.glosses: g[p.group().lower()], sentence)
+        return sentence
+
+    glossed = _SENTENCE.sub(one, text)
+    return _SPACES.sub(" ", glossed), tuple(found)
+
+
 def gloss(text: str) -> tuple[str, tuple[str, ...]]:
     """The reply with the phrases of every lexicon language it is written in glossed."""
-    low = text.casefold()
-    spoken = _spoken(text, low)
-    if not spoken:
+    spoken = _spoken(text, text.casefold())
+    by_sentence: tuple[str, ...] = ()
+    if not any(lang.script == "latin" for lang in spoken):
+        # "In the clip I hear a harp. Antwort: keine davon": one sentence is German.
+        text, by_sentence = _gloss_sentences(text)
+    if not spoken and not by_sentence:
         return text, ()
     for lang in spoken:
         if lang.ruled_out is not None:
@@ -176,4 +210,4 @@ def gloss(text: str) -> tuple[str, tuple[str, ...]]:
         text = lang.phrases.sub(lambda m, g=lang.glosses: g[m.group().lower()], text)
     # Letters touching CJK text ("是C选项") must stand apart to read as letters.
     text = _CJK_RUN.sub(lambda m: f" {m.group()} ", text)
-    return _SPACES.sub(" ", text), tuple(lang.code for lang in spoken)
+    return _SPACES.sub(" ", text), (*(lang.code for lang in spoken), *by_sentence)

@@ -28,7 +28,7 @@ _EXTRACTORS: dict[str, Callable[[str, Sequence[str], Sequence[str]], Extraction]
 EXTRACTOR_ALIASES: dict[str, str] = {"mmau": "aqua-rules"}
 # Every accepted name, canonical names first (argparse choices, metadata validation).
 EXTRACTOR_NAMES: tuple[str, ...] = (*_EXTRACTORS, *EXTRACTOR_ALIASES)
-_CURRENT_VERSIONS = {"aqua-rules": "3.1", "official": "1.0", "mmau-string-match": "1.0"}
+_CURRENT_VERSIONS = {"aqua-rules": "3.2", "official": "1.0", "mmau-string-match": "1.0"}
 # Keyed by every accepted name, so a manifest can look up whichever name it was given.
 EXTRACTOR_VERSIONS: dict[str, str] = _CURRENT_VERSIONS | {
     alias: _CURRENT_VERSIONS[target] for alias, target in EXTRACTOR_ALIASES.items()

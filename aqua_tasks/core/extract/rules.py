@@ -10,6 +10,7 @@ import re
 import string
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import NamedTuple
 
 from aqua_tasks.core.extract.languages import gloss
@@ -22,7 +23,13 @@ from aqua_tasks.core.extract.rules_mentions import (
     post_negated,
     pre_negated,
 )
-from aqua_tasks.core.extract.rules_non_answers import SHORT_REPLY_WORDS, hedge_phrase, no_answer
+from aqua_tasks.core.extract.rules_non_answers import (
+    SHORT_REPLY_WORDS,
+    hedge_phrase,
+    no_answer,
+    refusal_phrase,
+)
+from aqua_tasks.core.extract.rules_rejections import heard_instead, heard_word
 from aqua_tasks.core.extract.rules_words import (
     NEXT_WORD,
     NO_REJECTION,
@@ -81,12 +88,6 @@ _LEAD_VOCABULARY = (
 _LEAD_WORDS = frozenset(_LEAD_VOCABULARY.split())
 _HEDGE = re.compile(r"\b(?:maybe|perhaps|possibly|probably|likely|might|may|could|or|guess)\b")
 _LEAD_MAX_WORDS = 6
-# What a reply says it hears once it has ruled the options out: "it is a goat bleating".
-_INSTEAD = re.compile(
-    r"\b(?:it(?:'s|\s+is)|this\s+is|that(?:'s|\s+is)|sounds\s+like|i\s+hear|what\s+i\s+hear\s+is"
-    r"|instead)\s+(?:(?:actually|clearly|really|definitely|obviously|more\s+like)\s+)?"
-    r"(?:an?|the)\s+([a-z][a-z-]+)"
-)
 # A lean, not a choice: "It might be a dog, the bark is faint". "I could hear a dog" is no lean.
 _LEAN = re.compile(r"\b(?:maybe|perhaps|possibly|(?:might|may|could)(?:\s+\w+)?\s+be)\b")
 _LEAN_AFTER = re.compile(r"[\s,)\]]*(?:maybe|perhaps|possibly|i\s+guess)\b")
@@ -264,10 +265,11 @@ def _by_lead(
 
 def _named_instead(text: str, low: str, mentions: Mentions, item: Item) -> Extraction | None:
     """Every option named is ruled out and the reply names what it hears instead: a rejection."""
-    for found in _INSTEAD.finditer(low):
-        if mentions.covers(found.start(1)) or pre_negated(low, _span(found)):
+    for found in heard_instead(low):
+        start, end = heard_word(found)
+        if mentions.covers(start) or pre_negated(low, Mention(start, end, frozenset(), "text", "")):
             continue
-        heard = text[found.start(1) : found.end(1)]
+        heard = text[start:end]
         if item.rejection == NO_REJECTION:
             return Extraction(None, True, f"rules out the options, names {heard!r}: not an option")
         rejection = item.options[item.rejection]
@@ -277,8 +279,29 @@ def _named_instead(text: str, low: str, mentions: Mentions, item: Item) -> Extra
     return None
 
 
-def _span(found: re.Match[str]) -> Mention:
-    return Mention(found.start(1), found.end(1), frozenset(), "text", "")
+def _ruled_out_all(low: str, mentions: Mentions, item: Item) -> Extraction | None:
+    """Every option but the rejection is negated ("neither a dog nor a cat nor …"): a rejection."""
+    content = set(item.canon) - {item.rejection}
+    if not content or not content <= mentions.ruled_out(low):
+        return None
+    reason = f"rules out all {len(content)} options"
+    if item.rejection == NO_REJECTION:
+        return Extraction(None, True, f"{reason}: not an option")
+    return Extraction(item.rejection, True, f"{reason} -> option {item.options[item.rejection]!r}")
+
+
+def _heard(text: str, low: str, mentions: Mentions, decided: Extraction, item: Item) -> Extraction:
+    """A rejection with the class the reply says it hears instead recorded in its reason."""
+    rejects = decided.parsed and (
+        decided.choice == item.rejection != NO_REJECTION or "rejection" in decided.reason
+    )
+    if not rejects or "names " in decided.reason:
+        return decided
+    for found in heard_instead(low):
+        start, end = heard_word(found)
+        if not mentions.covers(start):
+            return replace(decided, reason=f"{decided.reason}; names {text[start:end]!r}")
+    return decided
 
 
 def _by_position(
@@ -302,7 +325,7 @@ def _by_position(
     if ambiguous:
         return ambiguous
     if mentions.items:
-        instead = _named_instead(text, low, mentions, item)
+        instead = _named_instead(text, low, mentions, item) or _ruled_out_all(low, mentions, item)
         if instead:
             return instead
         names = " and ".join(_describe(i, item) for i in sorted(mentions.named_from(0)))
@@ -340,7 +363,7 @@ def _read(text: str, item: Item, structures: bool = True) -> Extraction:
     # Order: no answer at all; a self-correction; the last explicit answer cue; a committing
     # first line; then what the whole reply, its last line or its last sentence commits to.
     decided = (
-        no_answer(text, low, committed)
+        no_answer(text, low, committed, item.rejection)
         or _by_correction(text, low, targets, committed, item)
         or _by_cue(text, low, targets, mentions, committed, item)
         or _by_lead(text, low, mentions, committed, item)
@@ -350,7 +373,20 @@ def _read(text: str, item: Item, structures: bool = True) -> Extraction:
     if hedge and decided.reason.startswith("ambiguous"):
         # "Either (b) or (d), hard to say": the reply itself says it does not commit.
         return Extraction(None, False, f"no-commitment: hedge {hedge!r}, {decided.reason}")
-    return decided
+    return _heard(text, low, mentions, decided, item)
+
+
+def _refused(text: str, decided: Extraction, item: Item) -> Extraction | None:
+    """A rejection from a reply that says it could not take in the audio is a refusal."""
+    if not decided.parsed or decided.choice not in (item.rejection, None):
+        return None
+    if decided.choice is None and "rejection" not in decided.reason:
+        return None  # "names 'Trombone'": a wrong answer, not a rejection
+    found = refusal_phrase(text.translate(_ASCII_LOWER))
+    if found is None:
+        return None
+    why = "a rejection from a model that did not listen"
+    return Extraction(None, False, f"refusal: {found!r} ({why})")
 
 
 def extract_aqua_rules(
@@ -373,6 +409,10 @@ def extract_aqua_rules(
     if parts.truncated:
         return Extraction(None, False, parts.truncated + lexicon)
     decided = _read(parts.final, item)
+    # The thinking counts here: "<think>No audio came with the message…</think> (e)" refused.
+    refused = _refused(text, decided, item)
+    if refused:
+        return Extraction(None, False, refused.reason + lexicon)
     if parts.where and not decided.parsed and parts.fallback:
         # An untagged reply may answer before reasoning: "(c) Cow. Reasoning: ... Therefore ..."
         whole = _read(text, item)

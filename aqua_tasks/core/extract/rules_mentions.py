@@ -8,6 +8,7 @@ from itertools import pairwise
 from typing import NamedTuple
 
 from aqua_tasks.core.extract.languages import SENSE_CLOSE, SENSE_OPEN
+from aqua_tasks.core.extract.rules_rejections import REJECTION
 from aqua_tasks.core.extract.rules_words import (
     FILLERS,
     NEXT_WORD,
@@ -28,42 +29,6 @@ _UPPER_LETTER = re.compile(r"(?<![\w'.-])[A-Z](?![\w'-]|\.\w)")
 # After an uppercase letter these words keep it a letter ("B is correct", not "E string").
 _LETTER_VERBS = frozenset({"is", "was", "seems", "sounds", "fits", "matches", "would", "because"})
 _ARTICLE_BEFORE = re.compile(r"\b(?:a|an|the) $")
-# "These are colours, not instruments": the options belong to another category than the question.
-_CATEGORIES = (
-    r"(?:colou?rs|foods|dishes|drinks|beverages|professions|occupations|jobs|cities|places"
-    r"|locations|vehicles|clothes|clothing|garments|books|emotions|feelings|games|sports|sizes"
-    r"|objects|things|items|characters|appearances|adjectives|animals|instruments)"
-)
-_DOMAINS = (
-    r"(?:an?\s+|any\s+)?(?:animals?|(?:musical\s+)?instruments?|(?:vocal\s+)?sounds?|noises?)"
-)
-_CATEGORY_MISMATCH = (
-    r"\b(?:these|they|those|the\s+(?:options|choices|answers))\s+(?:are|'re)\s+(?:all\s+)?"
-    rf"(?:just\s+)?(?:\w+\s+)?{_CATEGORIES}\s*,?\s*(?:and\s+)?not\s+{_DOMAINS}\b"
-)
-_REJECTION = re.compile(
-    r"\bnone\b(?:\s+of\s+(?:the|these|those|them)\b(?:\s+(?:above|options?|choices?|answers?))?)?"
-    r"|\bno\s+(?:correct|valid|right|suitable|matching|applicable)\s+(?:answer|option|choice)s?\b"
-    r"|\ball\s+(?:of\s+)?(?:the\s+)?(?:answers|options|choices)\s+(?:are|is)\s+(?:incorrect|wrong)\b"
-    r"|\b(?:answers|options|choices)\s+are\s+all\s+(?:incorrect|wrong)\b"
-    r"|\b(?:cannot|can't|can\s+not|could\s+not|couldn't|unable\s+to|impossible\s+to"
-    r"|not\s+possible\s+to|no\s+way\s+to|not\s+able\s+to)\s+(?:be\s+)?"
-    r"(?:determined?|tell|told|say|said|know|known|identif(?:y|ied)|infer(?:red)?"
-    r"|answer(?:ed)?|judged?|decided?|discern(?:ed)?)\b"
-    r"|\b(?:insufficient|not\s+enough|lacks?|lacking|missing|no)\s+(?:\w+\s+)?"
-    r"(?:information|info|details?|evidence|context|cues?|clues?)\b"
-    r"|\b(?:does\s+not|doesn't|do\s+not|don't)\s+(?:provide|give|contain|convey|include|offer"
-    r"|reveal)\s+(?:enough\s+|sufficient\s+|any\s+)?(?:information|info|details?|evidence)\b"
-    r"|\bunanswerable\b|\bnot\s+answerable\b"
-    r"|\bnot\s+(?:listed|among\s+the\s+(?:options|choices)|in\s+the\s+(?:options|choices|list))\b"
-    # Paraphrases: "not among these", "every one of the choices is incorrect", "matches none".
-    r"|\b(?:not|isn't|aren't)\s+(?:among|in|one\s+of|any\s+of)\s+(?:these|those|them"
-    r"|the\s+(?:\w+\s+)?(?:options|choices|answers|list))\b"
-    r"|\b(?:every|each|all)\s+(?:single\s+)?(?:one\s+)?(?:of\s+)?(?:the|these|those)\s+(?:\w+\s+)?"
-    r"(?:options?|choices?|answers?)\s+(?:is|are)\s+(?:\w+\s+)?(?:incorrect|wrong)\b"
-    r"|\b(?:does\s+not|doesn't|do\s+not|don't)\s+match\s+any\s+of\s+(?:the|these|them)\b"
-    rf"|{_CATEGORY_MISMATCH}"
-)
 # A homonym the lexicon could not pin to one sense: "⟦ラッパ=Trumpet|Horn⟧" (see languages.py).
 _SENSE = re.compile(
     rf"{SENSE_OPEN}\s*([^={SENSE_OPEN}{SENSE_CLOSE}]+?)\s*=([^{SENSE_OPEN}{SENSE_CLOSE}]+){SENSE_CLOSE}"
@@ -175,7 +140,7 @@ def find_mentions(text: str, low: str, item: Item, extra: list[Mention | None]) 
                 verb = len(key) == 1 and word.group().lower().endswith("ing")
                 verb = verb and not item.options[idx].lower().endswith("ing")
                 found.append(Mention(begin, end, frozenset({idx}), "text", label, verb))
-    for m in _REJECTION.finditer(low):
+    for m in REJECTION.finditer(low):
         label = f"rejection phrase {m.group()!r}"
         if item.rejection != NO_REJECTION:
             label += f" -> option {item.options[item.rejection]!r}"
@@ -232,25 +197,30 @@ def _pair_letters(ms: list[Mention], low: str) -> list[Mention]:
     return out
 
 
-def pre_negated(masked: str, m: Mention) -> bool:
-    """Negated before it, within six words of its clause ("not a dog", "rules out the (c)")."""
+def pre_negated(masked: str, m: Mention, hypothetical: bool = True) -> bool:
+    """Negated before it, within six words of its clause ("not a dog", "rules out the (c)").
+
+    `hypothetical`: whether "if", "whether", … count as negating it (they do for commitment).
+    """
     before = masked[max(0, m.start - 80) : m.start]
     clause = before[max((b.end() for b in _CLAUSE_BREAK.finditer(before)), default=0) :]
     words = [w for w in clause.split() if WORD.search(w)]
     if _HYPOTHETICAL.search(clause):
-        return True
+        return hypothetical
     return bool(_NEGATION.search(_NOT_NEGATION.sub(" ", " ".join(words[-6:]))))
 
 
-def post_negated(masked: str, m: Mention) -> bool:
+def post_negated(masked: str, m: Mention, hypothetical: bool = True) -> bool:
     """Negated or hypothetical straight after it ("(b) is wrong", "a violin would sound")."""
-    return bool(_POST_NEGATION.match(masked, m.end) or _POST_HYPOTHETICAL.match(masked, m.end))
+    if _POST_NEGATION.match(masked, m.end):
+        return True
+    return hypothetical and bool(_POST_HYPOTHETICAL.match(masked, m.end))
 
 
-def _committed_flags(masked: str, ms: list[Mention]) -> list[bool]:
+def _committed_flags(masked: str, ms: list[Mention], hypothetical: bool = True) -> list[bool]:
     """Which mentions commit; a negation spreads along a list of options joined by glue."""
-    pre = [pre_negated(masked, m) for m in ms]
-    post = [post_negated(masked, m) for m in ms]
+    pre = [pre_negated(masked, m, hypothetical) for m in ms]
+    post = [post_negated(masked, m, hypothetical) for m in ms]
     glued = [_LIST_GLUE.fullmatch(masked, a.end, b.start) is not None for a, b in pairwise(ms)]
     for k, joined in enumerate(glued):  # "not a cough, a sniff or a laugh"
         pre[k + 1] = pre[k + 1] or (joined and pre[k])
@@ -282,10 +252,20 @@ class Mentions:
 
     def committed(self, low: str) -> Mentions:
         """The mentions that are neither negated nor hypothetical."""
-        masked = list(low)
-        for m in self.items:  # an option's own words never negate what follows ("Cannot be")
-            masked[m.start : m.end] = "x" * (m.end - m.start)
-        masked_low = "".join(masked)
+        masked_low = self._masked(low)
         flags = _committed_flags(masked_low, self.items)
         kept = [m for m, ok in zip(self.items, flags, strict=True) if ok]
         return Mentions(_drop_verb_collisions(kept, masked_low))
+
+    def ruled_out(self, low: str) -> set[int]:
+        """The options some mention negates outright: "not a dog", not "if it were a dog"."""
+        flags = _committed_flags(self._masked(low), self.items, hypothetical=False)
+        letters = ("text", "letter", "pair")
+        return {i for m, ok in zip(self.items, flags, strict=True) if not ok and m.kind in letters
+                for i in m.idxs}  # fmt: skip
+
+    def _masked(self, low: str) -> str:
+        masked = list(low)
+        for m in self.items:  # an option's own words never negate what follows ("Cannot be")
+            masked[m.start : m.end] = "x" * (m.end - m.start)
+        return "".join(masked)

@@ -2,9 +2,12 @@
 
 A structured answer is explicit, so it decides before any cue or position rule: the boxed
 content, the answer field of a JSON object (never the words of its explanation), or the one
-table row marked as chosen. Each piece is read with the plain rules, so `\\boxed{c}`,
-`{"choice": "(c) Cow"}` and `| Cow | ✓ |` all mean the same. Ordinal words ("the second
-choice", "the final option") are option mentions like letters, so negation still applies.
+table row marked as chosen. A verdict table (a yes/no or ✓/✗ column over the options, in any
+lexicon language) that says "yes" to exactly one option chooses it; "no" to every option is a
+rejection, and "yes" to more than one is ambiguous. Each piece is read with the plain rules,
+so `\\boxed{c}`, `{"choice": "(c) Cow"}` and `| Cow | ✓ |` all mean the same. Ordinal words
+("the second choice", "the final option") are option mentions like letters, so negation still
+applies.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
+from aqua_tasks.core.extract.languages import verdict_words
 from aqua_tasks.core.extract.rules_mentions import Mention, letter_mention
 from aqua_tasks.core.extract.rules_words import Item
 from aqua_tasks.core.extract.verdict import Extraction
@@ -27,6 +31,13 @@ _ANSWER_KEYS = ("answer", "final answer", "choice", "option", "selected option",
 _MARK_VOCABULARY = "✓ ✔ ✅ ☑ ← <- <-- x yes selected chosen correct true"
 _MARKS = frozenset(_MARK_VOCABULARY.split())
 _TABLE_RULE = re.compile(r"\|?\s*:?-{2,}")
+# Cells that say "no" to a row's option; with them the marks form a verdict column.
+_NO_VOCABULARY = "✗ ✘ ❌ ✖ × no false incorrect wrong"
+_NOES = frozenset(_NO_VOCABULARY.split())
+# "No — it is bowed", "Yes (breathy)": the verdict word before a comment, not "no bowing".
+_CELL_HEAD = re.compile(r"[\W_]*([^\W_]+|[✓✔✅☑✗✘❌✖×○〇])(?=\s*(?:$|[,.;:()\-–—]))")
+# How a verdict table's "no to every option" is read: as the rules read a rejection.
+_EVERY_OPTION_RULED_OUT = "none of the options"
 _ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3,
              "4th": 3, "fifth": 4, "5th": 4, "sixth": 5, "6th": 5}  # fmt: skip
 _ORDINAL = re.compile(
@@ -65,18 +76,53 @@ def _json_answer(text: str) -> str | None:
     return None
 
 
-def _marked_rows(text: str) -> list[str]:
-    """The non-mark cells of each Markdown table row marked as chosen (header rows skipped)."""
+def _verdict(cell: str) -> bool | None:
+    """True for a cell that says yes to its row ("Yes", "✓", "はい"), False for no, else None."""
+    yes, no = verdict_words()
+    folded = cell.strip(" *_`.!").lower()
+    head = _CELL_HEAD.match(folded)
+    for word in (folded, head.group(1) if head else None):
+        if word in _MARKS or word in yes:
+            return True
+        if word in _NOES or word in no:
+            return False
+    return None
+
+
+def _table_rows(text: str) -> list[tuple[str, bool | None]]:
+    """Each Markdown table row (header and rule skipped): its other cells and its verdict."""
     lines = [line.strip() for line in text.splitlines() if line.strip().startswith("|")]
     rows = []
     for k, line in enumerate(lines):
         if _TABLE_RULE.match(line) or (k + 1 < len(lines) and _TABLE_RULE.match(lines[k + 1])):
             continue  # the rule line, and the header above it
         cells = [c.strip() for c in line.strip("|").split("|")]
-        marked = [c for c in cells if c.lower() in _MARKS]
-        if marked and len(marked) < len(cells):
-            rows.append(" ".join(c for c in cells if c.lower() not in _MARKS))
+        verdicts = [_verdict(c) for c in cells]
+        said = {v for v in verdicts if v is not None}
+        if len(said) == 1 and len(said) < len(cells):
+            rest = " ".join(c for c, v in zip(cells, verdicts, strict=True) if v is None)
+            rows.append((rest, said.pop()))
     return rows
+
+
+def _table_answer(rows: list[tuple[str, bool | None]], read: Reader) -> Extraction | None:
+    """The option a marked table row or a verdict column chooses, or None without either."""
+    marked = [rest for rest, yes in rows if yes]
+    noes = [rest for rest, yes in rows if yes is False]
+    read_rows = [read(rest) for rest in marked]
+    chosen = {r.choice for r in read_rows if r.parsed}
+    if len(marked) > 1 and len(chosen) != 1:
+        return Extraction(None, False, f"ambiguous: {len(marked)} table rows marked as chosen")
+    if marked:
+        return _piece(read_rows[0], "in the marked table row")
+    if len(noes) < 2:
+        return None
+    rejection = read(_EVERY_OPTION_RULED_OUT)
+    ruled_out = {r.choice for r in map(read, noes) if r.parsed}
+    if rejection.choice is not None and rejection.choice in ruled_out:
+        why = f"ambiguous: the verdict table says no to all {len(noes)} rows, the rejection too"
+        return Extraction(None, False, why)
+    return _piece(rejection, f"verdict table says no to all {len(noes)} rows")
 
 
 def structured_answer(text: str, read: Reader) -> Extraction | None:
@@ -87,14 +133,8 @@ def structured_answer(text: str, read: Reader) -> Extraction | None:
     field = _json_answer(text) if "{" in text else None
     if field is not None:
         return _piece(read(field), "in the JSON answer field")
-    rows = _marked_rows(text) if "|" in text else []
-    if rows:
-        read_rows = [read(row) for row in rows]
-        chosen = {r.choice for r in read_rows if r.parsed}
-        if len(rows) > 1 and len(chosen) != 1:
-            return Extraction(None, False, f"ambiguous: {len(rows)} table rows marked as chosen")
-        return _piece(read_rows[0], "in the marked table row")
-    return None
+    rows = _table_rows(text) if "|" in text else []
+    return _table_answer(rows, read) if rows else None
 
 
 def _piece(result: Extraction, where: str) -> Extraction:

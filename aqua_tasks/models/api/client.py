@@ -134,6 +134,9 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
     MULTIMODAL = True  # lm-eval refuses audio tasks for models without this flag
     # CLI-level settings lm-eval passes to every model; a chat request holds one conversation.
     HARNESS_ARGS = ("batch_size", "max_batch_size", "device")
+    # It needs audio: a text-only run is refused before it starts (refuse_text_only_run).
+    AUDIO_MODEL = NAME
+    TEXT_ONLY_MODEL = "lm-eval's local-chat-completions"
 
     def __init__(
         self,
@@ -271,9 +274,9 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
         )
         return until, limit
 
-    @staticmethod
-    def _clips(request: Instance) -> list[Mapping[str, Any]]:
-        return request_clips(request, NAME, "lm-eval's local-chat-completions")
+    @classmethod
+    def _clips(cls, request: Instance) -> list[Mapping[str, Any]]:
+        return request_clips(request, NAME, cls.TEXT_ONLY_MODEL)
 
     def _body(
         self,
