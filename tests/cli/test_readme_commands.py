@@ -262,25 +262,28 @@ def ran(readme, released_dir, released_audio_root, tmp_path_factory) -> dict[str
     to_run = [c for c in readme if c not in SKIPPED]
     harness = [c for c in to_run if c.split()[0] in ("lm_eval", "aqua-eval")]
     results: dict[str, dict] = {}
+    # The server stays up for every command: the harness runs and the prompted judges of
+    # `orca-compare` / `orca-llm-judge` both ask it.
     try:
         with ThreadPoolExecutor(len(harness)) as pool:
             futures = {c: pool.submit(run_shell, concrete(c, values), work, env) for c in harness}
             results.update({c: f.result() for c, f in futures.items()})
+        # The README's report and gate commands read runs of their own: here, copies of the
+        # README's AQUA run (OUT) and of its ORCA run (out/, docs rated by humans).
+        copies = {"OUT": ("runs/modelA", "runs/modelB", "ci/aqua-baseline", "runs/candidate")}
+        copies["out"] = ("runs/orca-human",)
+        for source, targets in copies.items():
+            for target in targets:
+                if (work / source).is_dir():  # else its command failed, reported below
+                    shutil.copytree(work / source, work / target)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("GITHUB_STEP_SUMMARY", env["GITHUB_STEP_SUMMARY"])
+            for command in to_run:
+                if command not in harness:
+                    results[command] = run_entry_point(runnable(concrete(command, values)), work)
     finally:
         server.shutdown()
-    # The README's report and gate commands read runs of their own: here, copies of the
-    # README's AQUA run (OUT) and of its ORCA run (out/, docs rated by humans).
-    copies = {"OUT": ("runs/modelA", "runs/modelB", "ci/aqua-baseline", "runs/candidate")}
-    copies["out"] = ("runs/orca-human",)
-    for source, targets in copies.items():
-        for target in targets:
-            if (work / source).is_dir():  # else its command failed, reported below
-                shutil.copytree(work / source, work / target)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GITHUB_STEP_SUMMARY", env["GITHUB_STEP_SUMMARY"])
-        for command in to_run:
-            if command not in harness:
-                results[command] = run_entry_point(runnable(concrete(command, values)), work)
+        server.server_close()
     results["work"] = {"path": work}
     return results
 
