@@ -120,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 @command(PROG, on_interrupt=RESUMES)
 def main(argv: list[str] | None = None) -> int:
+    from orca_judge.processes import launched_group
     from orca_judge.training.curriculum import run_curriculum
     from orca_judge.training.plan import load_stages
 
@@ -141,17 +142,22 @@ def main(argv: list[str] | None = None) -> int:
             heldout_fraction=args.heldout_fraction,
             split_seed=args.split_seed,
         )
-        summary = run_curriculum(
-            curriculum,
-            args.output,
-            run_dir=args.run_dir,
-            overwrite=args.overwrite,
-            device=args.device,
-            progress=not args.no_progress,
-            keep_evaluations=args.keep_evaluations,
-        )
+        # Under torchrun / accelerate launch every rank runs this; rank 0 alone writes and prints.
+        with launched_group(args.device) as processes:
+            summary = run_curriculum(
+                curriculum,
+                args.output,
+                run_dir=args.run_dir,
+                overwrite=args.overwrite,
+                device=args.device,
+                progress=not args.no_progress,
+                keep_evaluations=args.keep_evaluations,
+                processes=processes,
+            )
     except (ValueError, FloatingPointError) as err:
         return fail(PROG, str(err))
+    if not processes.is_main:
+        return 0
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))
     else:
