@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from eval_common.cli import (
+    EXIT_BAD_INPUT,
     RESUMES,
     add_json_flag,
     add_progress_flag,
@@ -120,11 +121,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 @command(PROG, on_interrupt=RESUMES)
 def main(argv: list[str] | None = None) -> int:
-    from orca_judge.processes import launched_group
+    from orca_judge.processes import Processes, launched_group
     from orca_judge.training.curriculum import run_curriculum
     from orca_judge.training.plan import load_stages
 
     args = build_parser().parse_args(argv)
+    try:
+        launched = Processes.from_environment()
+    except ValueError as err:
+        return fail(PROG, str(err))
     if problem := (
         number_problem("--keep-evaluations", args.keep_evaluations, minimum=0)
         or number_problem("--split-seed", args.split_seed, minimum=0)
@@ -155,8 +160,10 @@ def main(argv: list[str] | None = None) -> int:
                 processes=processes,
             )
     except (ValueError, FloatingPointError) as err:
+        if not launched.is_main:
+            return EXIT_BAD_INPUT  # every rank stops with the same reason; rank 0 says it once
         return fail(PROG, str(err))
-    if not processes.is_main:
+    if not launched.is_main:
         return 0
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))
