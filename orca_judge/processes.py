@@ -177,10 +177,11 @@ class Processes:
             _unflatten_into(flat, [p.data for p in parameters])
 
     def sum_gradients(self, parameters: Sequence[torch.nn.Parameter], extra: torch.Tensor) -> None:
-        """Sum the gradients of `parameters` and the values of `extra` over every rank, in place.
+        """Sum the gradients of `parameters`, and the values of `extra`, over every rank in place.
 
-        One collective call for all of them (the bucket a DDP wrapper would use); a parameter
-        without a gradient on this rank (an empty share) counts as zero.
+        The gradients go in one collective call (the bucket a DDP wrapper would use), in
+        their own dtype; a parameter without a gradient on this rank (an empty share) counts
+        as zero. `extra` (the step's loss and flags, any dtype) goes in a second, small one.
         """
         if not self.distributed:
             return
@@ -192,11 +193,12 @@ class Processes:
             else torch.zeros_like(p, memory_format=torch.contiguous_format)
             for p in parameters
         ]
-        flat = torch.cat([g.reshape(-1) for g in grads] + [extra.to(grads[0].device).reshape(-1)])
-        self.sum_all(flat)
+        flat = self.sum_all(torch.cat([g.reshape(-1) for g in grads]))
         for p, g in zip(parameters, grads, strict=True):
             p.grad = g
-        _unflatten_into(flat, [*grads, extra])
+        _unflatten_into(flat, grads)
+        # NCCL reduces only tensors on the ranks' GPUs.
+        extra.copy_(self.sum_all(extra.to(flat.device)))
 
 
 def _unflatten_into(flat: torch.Tensor, targets: Sequence[torch.Tensor]) -> None:
