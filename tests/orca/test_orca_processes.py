@@ -1,5 +1,6 @@
 """Training and scoring on several processes (torchrun, 2 gloo ranks on CPU) end as one does."""
 
+import functools
 import json
 import os
 import socket
@@ -15,6 +16,8 @@ from safetensors.torch import load_file
 from orca_judge.cli import score as cli_score
 from orca_judge.cli import train as cli_train
 from orca_judge.processes import Processes
+from orca_judge.training import curriculum
+from orca_judge.training.loop import train
 
 # 61 items in batches of 4: every epoch (16 batches, 8 steps of grad_accum 2) has one batch of
 # a single item, of which one rank's share is empty.
@@ -167,6 +170,45 @@ def test_two_processes_score_items_exactly_as_one_process_does(runs, capsys):
     assert two.returncode == 0, two.stderr[-3000:]
     assert json.loads(two.stdout) == one  # rank 0 printed once, with every item
     assert len(one["predictions"]) == 23
+
+
+class Interrupt(Exception):
+    pass
+
+
+@pytest.mark.slow
+def test_a_run_cut_short_on_one_process_resumes_on_two_and_ends_as_one_process_does(
+    runs, monkeypatch
+):
+    root, one, _ = runs
+    data = ["--train", "train.jsonl", "--dev", "dev.jsonl", "--backbone", str(tiny_llama_dir())]
+
+    def stop_at_six(step, record):
+        if step == 6:
+            raise Interrupt
+
+    monkeypatch.setattr(curriculum, "train", functools.partial(train, on_step=stop_at_six))
+    monkeypatch.chdir(root)
+    with pytest.raises(Interrupt):
+        cli_train.main([*data, "--output", "cut/judge", *TRAIN_FLAGS])
+    resumed = _two_ranks(
+        "orca_judge.cli.train", [*data, "--output", "cut/judge", *TRAIN_FLAGS], cwd=root
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert json.loads(resumed.stdout)["stages"][0]["dev"] == pytest.approx(one["dev"], rel=1e-5)
+    log = [json.loads(line) for line in (root / "cut" / "judge-run" / "log.jsonl").open()]
+    assert [r["event"] for r in log if "event" in r] == ["start", "resume", "done"]
+    assert [r["step"] for r in log if "event" not in r] == list(range(9))
+    states = [
+        torch.load(root / run / "judge-run" / "state.pt", weights_only=True)["trainable"]
+        for run in ("one", "cut")
+    ]
+    for name, value in states[0].items():
+        torch.testing.assert_close(states[1][name], value, rtol=1e-4, atol=1e-6, msg=name)
+    recorded = json.loads((root / "cut" / "judge" / "training_args.json").read_text())
+    # The best checkpoint was written by the process that reached it.
+    by_two = one["best_step"] > 6
+    assert (recorded["world_size"], recorded["per_process_batch"]) == ((2, 2) if by_two else (1, 4))
 
 
 def test_a_launcher_environment_gives_rank_world_size_and_local_rank():
