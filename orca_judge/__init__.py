@@ -31,6 +31,9 @@ _EXPORTS = {
     "plan_stages": "orca_judge.training.plan",
     "load_stages": "orca_judge.training.plan",
     "split_heldout": "orca_judge.training.heldout",
+    # several processes under torchrun / accelerate launch
+    "Processes": "orca_judge.processes",
+    "launched_group": "orca_judge.processes",
 }
 
 __all__ = sorted(_EXPORTS)

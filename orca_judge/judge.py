@@ -23,6 +23,7 @@ from orca_judge.config import OrcaConfig
 from orca_judge.data import OrcaItem, load_items
 from orca_judge.errors import CheckpointError
 from orca_judge.model import OrcaModel, context_length_of, is_encoder
+from orca_judge.processes import RECORD_FIELDS, Processes
 from orca_judge.template import Encoded, encode
 
 __all__ = [
@@ -38,6 +39,8 @@ __all__ = [
 # Config fields added after judges were first fingerprinted: left out of the fingerprint at
 # these values, so that judges recorded before the field existed keep their identity.
 _LATER_FIELDS = {"use_cls_token": False}
+# Where the backbone lies and how many processes trained the judge say nothing of its weights.
+_NOT_IDENTITY = frozenset({"backbone", *RECORD_FIELDS})
 
 
 @dataclass
@@ -169,9 +172,9 @@ class OrcaJudge:
         """Identity of this judge's trained parts: what scores with it are comparable by.
 
         sha256 (first 16 hex digits) over the config and training arguments (less the
-        backbone's location), the backbone's weight fingerprint, the head and the LoRA
-        adapter. The same checkpoint copied elsewhere keeps it; a retrained one gets another.
-        Computed once.
+        backbone's location and the number of processes), the backbone's weight fingerprint,
+        the head and the LoRA adapter. The same checkpoint copied elsewhere keeps it; a
+        retrained one gets another. Computed once.
         """
         cached = getattr(self, "_fingerprint", None)
         if cached is not None:
@@ -180,7 +183,7 @@ class OrcaJudge:
         config = {
             k: v
             for k, v in recorded_settings(self.config, self.training).items()
-            if k != "backbone" and not (k in _LATER_FIELDS and v == _LATER_FIELDS[k])
+            if k not in _NOT_IDENTITY and not (k in _LATER_FIELDS and v == _LATER_FIELDS[k])
         }
         digest.update(json.dumps(config, sort_keys=True, default=str).encode())
         digest.update(str(self.backbone_fingerprint).encode())
@@ -218,9 +221,13 @@ class OrcaJudge:
         return encode_item(self.tokenizer, item, self.config, self.model.backbone.config)
 
     def logits(
-        self, items: Sequence[OrcaItem], batch_size: int | None = None, progress: bool = False
+        self,
+        items: Sequence[OrcaItem],
+        batch_size: int | None = None,
+        progress: bool = False,
+        processes: Processes | None = None,
     ) -> tuple[torch.Tensor, list[Encoded]]:
-        """Head outputs for items, computed in length-sorted batches."""
+        """Head outputs for items, computed in length-sorted batches (shared by `processes`)."""
         encoded = [self.encode(it) for it in items]
         out = batched_logits(
             self.model,
@@ -229,6 +236,7 @@ class OrcaJudge:
             batch_size=batch_size or self.config.eval_batch_size,
             device=self.device,
             progress=progress,
+            processes=processes,
         )
         return out, encoded
 
@@ -237,14 +245,21 @@ class OrcaJudge:
         records: Iterable[OrcaItem | Mapping[str, Any]],
         batch_size: int | None = None,
         progress: bool = False,
+        processes: Processes | None = None,
     ) -> list[OrcaPrediction]:
-        """Predict the rating distribution of each record (dicts with the public column names)."""
+        """Predict the rating distribution of each record (dicts with the public column names).
+
+        With several `processes` (every rank calls this with the same records), each rank
+        scores a share of the batches and every rank returns all predictions.
+        """
         records = list(records)
         if all(isinstance(r, OrcaItem) for r in records):
             items = records
         else:
             items = load_items([r.as_dict() if isinstance(r, OrcaItem) else r for r in records])
-        logits, encoded = self.logits(items, batch_size=batch_size, progress=progress)
+        logits, encoded = self.logits(
+            items, batch_size=batch_size, progress=progress, processes=processes
+        )
         return predictions_from_logits(self.config, [it.id for it in items], logits, encoded)
 
 
@@ -323,21 +338,31 @@ def batched_logits(
     batch_size: int,
     device: torch.device,
     progress: bool = False,
+    processes: Processes | None = None,
 ) -> torch.Tensor:
-    """Logits for all encoded items in the original order, using length-sorted batches."""
+    """Logits for all encoded items in the original order, using length-sorted batches.
+
+    With several `processes`, each rank runs every world_size-th batch and all ranks get all
+    logits: the batches are those of one process, so the logits are too.
+    """
     from orca_judge.model import collate
 
+    processes = processes or Processes()
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
+    batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+    mine = processes.share(batches)
     out = torch.empty(len(encoded), model.head.out_features)
     was_training = model.training
     model.eval()
-    starts = range(0, len(order), batch_size)
+    computed = []
     with torch.inference_mode():
-        for start in progress_bar(starts, "scoring", progress, unit="batch"):
-            idx = order[start : start + batch_size]
+        for idx in progress_bar(mine, "scoring", progress and processes.is_main, unit="batch"):
             ids, mask = collate([encoded[i].input_ids for i in idx], pad_id, device=device)
-            out[idx] = model(ids, mask).float().cpu()
+            computed.append((idx, model(ids, mask).float().cpu()))
     model.train(was_training)
+    for share in processes.gather(computed):
+        for idx, logits in share:
+            out[idx] = logits
     return out
 
 

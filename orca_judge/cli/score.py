@@ -1,4 +1,8 @@
-"""orca-score: score answers with an ORCA judge; report agreement when items carry ratings."""
+"""orca-score: score answers with an ORCA judge; report agreement when items carry ratings.
+
+Under `torchrun` / `accelerate launch` each process scores a share of the batches and rank
+0 alone prints and writes, with the predictions one process gives.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from eval_common.cli import (
+    EXIT_BAD_INPUT,
     add_json_flag,
     add_progress_flag,
     bool_arg,
@@ -83,30 +88,45 @@ def setup_lines(setup: Mapping[str, Any]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     from orca_judge.data import load_items
     from orca_judge.judge import OrcaJudge
+    from orca_judge.processes import Processes, launched_group
     from orca_judge.report import agreement_report
 
     args = build_parser().parse_args(argv)
     if problem := flags_problem(args, batch_size=1, max_tokens=1, clamp_threshold=0):
         return fail(PROG, problem)
     try:
+        launched = Processes.from_environment()
+    except ValueError as err:
+        return fail(PROG, str(err))
+    try:
         if args.output:
             inputs = [args.input, args.checkpoint, args.backbone]
             check_output_file(args.output, inputs=inputs, flag="--output")
         items = load_items(args.input)
-        judge = OrcaJudge.from_pretrained(
-            args.checkpoint,
-            device=args.device,
-            backbone=args.backbone,
-            strict_backbone=args.strict_backbone,
-            use_question=args.use_question,
-            use_rationale=args.use_rationale,
-            use_transcript=args.use_transcript,
-            max_tokens=args.max_tokens,
-            clamp_threshold=args.clamp_threshold,
-        )
-        preds = judge.score(items, batch_size=args.batch_size, progress=not args.no_progress)
+        with launched_group(args.device) as processes:
+            judge = OrcaJudge.from_pretrained(
+                args.checkpoint,
+                device=processes.device(args.device),
+                backbone=args.backbone,
+                strict_backbone=args.strict_backbone,
+                use_question=args.use_question,
+                use_rationale=args.use_rationale,
+                use_transcript=args.use_transcript,
+                max_tokens=args.max_tokens,
+                clamp_threshold=args.clamp_threshold,
+            )
+            preds = judge.score(
+                items,
+                batch_size=args.batch_size,
+                progress=not args.no_progress,
+                processes=processes,
+            )
     except ValueError as err:
+        if not launched.is_main:
+            return EXIT_BAD_INPUT  # every rank stops with the same reason; rank 0 says it once
         return fail(PROG, str(err))
+    if not launched.is_main:
+        return 0
     setup = judge.describe()
     for line in setup_lines(setup):
         print(f"{PROG}: {line}", file=sys.stderr)

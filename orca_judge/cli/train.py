@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from eval_common.cli import (
+    EXIT_BAD_INPUT,
     RESUMES,
     add_json_flag,
     add_progress_flag,
@@ -120,10 +121,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 @command(PROG, on_interrupt=RESUMES)
 def main(argv: list[str] | None = None) -> int:
+    from orca_judge.processes import Processes, launched_group
     from orca_judge.training.curriculum import run_curriculum
     from orca_judge.training.plan import load_stages
 
     args = build_parser().parse_args(argv)
+    try:
+        launched = Processes.from_environment()
+    except ValueError as err:
+        return fail(PROG, str(err))
     if problem := (
         number_problem("--keep-evaluations", args.keep_evaluations, minimum=0)
         or number_problem("--split-seed", args.split_seed, minimum=0)
@@ -141,17 +147,24 @@ def main(argv: list[str] | None = None) -> int:
             heldout_fraction=args.heldout_fraction,
             split_seed=args.split_seed,
         )
-        summary = run_curriculum(
-            curriculum,
-            args.output,
-            run_dir=args.run_dir,
-            overwrite=args.overwrite,
-            device=args.device,
-            progress=not args.no_progress,
-            keep_evaluations=args.keep_evaluations,
-        )
+        # Under torchrun / accelerate launch every rank runs this; rank 0 alone writes and prints.
+        with launched_group(args.device) as processes:
+            summary = run_curriculum(
+                curriculum,
+                args.output,
+                run_dir=args.run_dir,
+                overwrite=args.overwrite,
+                device=args.device,
+                progress=not args.no_progress,
+                keep_evaluations=args.keep_evaluations,
+                processes=processes,
+            )
     except (ValueError, FloatingPointError) as err:
+        if not launched.is_main:
+            return EXIT_BAD_INPUT  # every rank stops with the same reason; rank 0 says it once
         return fail(PROG, str(err))
+    if not launched.is_main:
+        return 0
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))
     else:

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from orca_judge.config import OrcaConfig
 from orca_judge.knobs import Knobs, knob
+from orca_judge.processes import RECORD_FIELDS
 
 
 @dataclass
@@ -28,7 +29,9 @@ class TrainingArguments(Knobs):
     )
     warmup_steps: int = knob(100, "Linear warmup steps (optimiser steps).", minimum=0)
     max_steps: int = knob(1000, "Optimiser steps in total.", minimum=1)
-    batch_size: int = knob(8, "Items per forward pass.", minimum=1)
+    batch_size: int = knob(
+        8, "Items per forward pass (over all processes: each takes its share).", minimum=1
+    )
     grad_accum: int = knob(
         2,
         "Forward passes per optimiser step (effective batch = batch_size x grad_accum).",
@@ -50,8 +53,9 @@ class TrainingArguments(Knobs):
     RUNTIME_ONLY: ClassVar[tuple[str, ...]] = ("gradient_checkpointing",)
 
 
-# Fields that change how a run computes, not what: a resume may change them.
-RUNTIME_ONLY = OrcaConfig.RUNTIME_ONLY + TrainingArguments.RUNTIME_ONLY
+# Fields that change how a run computes, not what: a resume may change them (and the number
+# of processes, which a checkpoint's training record adds), and averaging ignores them.
+RUNTIME_ONLY = OrcaConfig.RUNTIME_ONLY + TrainingArguments.RUNTIME_ONLY + RECORD_FIELDS
 
 
 def run_settings(config: OrcaConfig, training: TrainingArguments) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from orca_judge.config import OrcaConfig
 from orca_judge.data import OrcaItem
+from orca_judge.processes import Processes
 from orca_judge.training.arguments import TrainingArguments
 from orca_judge.training.loop import TrainResult, train
 
@@ -38,11 +39,13 @@ def train_curriculum(
     device: str | None = None,
     progress: bool = True,
     keep_evaluations: int = 0,
+    processes: Processes | None = None,
 ) -> list[TrainResult]:
     """Run stages in order, each from the previous stage's best checkpoint with a fresh optimiser.
 
     The last stage writes `output`, earlier ones `<output>-stages/<name>`. Run state goes to
     `run_dir` (one stage) or `run_dir/<name>` (several); default `<checkpoint>-run`.
+    `processes`: as for `train`.
     """
     output = Path(output)
     results: list[TrainResult] = []
@@ -67,6 +70,7 @@ def train_curriculum(
                 overwrite=overwrite,
                 provenance=stage.provenance,
                 keep_evaluations=keep_evaluations,
+                processes=processes,
             )
         )
         previous = target
@@ -91,17 +95,20 @@ def run_curriculum(
     device: str | None = None,
     progress: bool = True,
     keep_evaluations: int = 0,
+    processes: Processes | None = None,
 ) -> dict[str, Any]:
     """Train every stage, record the curriculum and score the held-out items: what orca-train does.
 
     Returns the summary `orca-train --json` prints: the checkpoint, each stage's metrics and,
     with held-out items, their agreement with the human ratings (also stored in metrics.json).
+    `processes`: as for `train`; the held-out items are scored by all of them, rank 0 writes.
     """
     from orca_judge.checkpoint import update_metrics
     from orca_judge.judge import OrcaJudge
     from orca_judge.report import agreement_report
 
     stages, heldout = curriculum.stages, curriculum.heldout
+    processes = processes or Processes.current()
     results = train_curriculum(
         stages,
         output,
@@ -110,6 +117,7 @@ def run_curriculum(
         device=device,
         progress=progress,
         keep_evaluations=keep_evaluations,
+        processes=processes,
     )
     summary: dict[str, Any] = {
         "checkpoint": str(output),
@@ -119,10 +127,10 @@ def run_curriculum(
         # the final checkpoint names the data of every stage it descends from
         keys = ("name", "data", "train_items", "dev_items", "best_step")
         curriculum_record = [{k: stage[k] for k in keys} for stage in summary["stages"]]
-        update_metrics(output, {"curriculum": curriculum_record})
+        processes.on_main(lambda: update_metrics(output, {"curriculum": curriculum_record}))
     if heldout:
-        judge = OrcaJudge.from_pretrained(output, device=device)
-        preds = judge.score(heldout, progress=progress)
+        judge = OrcaJudge.from_pretrained(output, device=processes.device(device))
+        preds = judge.score(heldout, progress=progress, processes=processes)
         summary["heldout"] = {
             "source": curriculum.heldout_source,
             "items": len(heldout),
@@ -130,5 +138,5 @@ def run_curriculum(
             "ids": [it.id for it in heldout],
             **agreement_report(preds, heldout),
         }
-        update_metrics(output, {"heldout": summary["heldout"]})
+        processes.on_main(lambda: update_metrics(output, {"heldout": summary["heldout"]}))
     return summary

@@ -15,6 +15,7 @@ from orca_judge.data import OrcaItem
 from orca_judge.judge import batched_logits
 from orca_judge.metrics import agreement, tune_clamp_threshold
 from orca_judge.model import OrcaModel
+from orca_judge.processes import Processes
 
 
 def evaluate(
@@ -24,10 +25,17 @@ def evaluate(
     encoded,
     pad_id: int,
     device: torch.device,
+    *,
+    processes: Processes | None = None,
 ) -> tuple[dict[str, float], list[float], list[float | None]]:
-    """Dev metrics plus the predicted means and variances (unit scale)."""
+    """Dev metrics plus the predicted means and variances (unit scale), on every process."""
     logits = batched_logits(
-        model, encoded, pad_id=pad_id, batch_size=cfg.eval_batch_size, device=device
+        model,
+        encoded,
+        pad_id=pad_id,
+        batch_size=cfg.eval_batch_size,
+        device=device,
+        processes=processes,
     )
     mean, var = likelihoods.moments(cfg.likelihood, logits)
     means = mean.tolist()

@@ -1,11 +1,13 @@
 """Fine-tuning loop for the ORCA judge, readable top to bottom.
 
 One optimiser step = `grad_accum` forward/backward passes of `batch_size` items (both
-`TrainingArguments`). The run folder (default `<output>-run/`, see `run_folder`) holds the
-log and the resume state (with the judge's config, the training arguments and a fingerprint
-of the data it belongs to); the output directory
-always holds the best checkpoint so far, written atomically. An existing output directory
-is only ever replaced when it is this run's own checkpoint or `overwrite=True`.
+`TrainingArguments`). Under a launcher (`torchrun`, `accelerate launch`; see
+`orca_judge.processes`) every batch is split over the processes, the gradients are summed
+over them, and rank 0 alone writes files. The run folder (default `<output>-run/`, see
+`run_folder`) holds the log and the resume state (with the judge's config, the training
+arguments and a fingerprint of the data it belongs to); the output directory always holds
+the best checkpoint so far, written atomically. An existing output directory is only ever
+replaced when it is this run's own checkpoint or `overwrite=True`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 import torch
 
 from eval_common.cli import progress as progress_bar
-from eval_common.devices import peak_memory_mb, resolve_device
+from eval_common.devices import peak_memory_mb
 from eval_common.outputs import check_output_folder
 from orca_judge import likelihoods
 from orca_judge.checkpoint import clean_interrupted, recover_interrupted, save_model
@@ -35,6 +37,7 @@ from orca_judge.data import (
 from orca_judge.errors import RunConflictError
 from orca_judge.judge import encode_item, pad_token_id
 from orca_judge.model import OrcaModel, collate
+from orca_judge.processes import Processes
 from orca_judge.training.arguments import TrainingArguments, run_settings
 from orca_judge.training.evaluation import evaluate, finalize
 from orca_judge.training.model_init import (
@@ -129,13 +132,16 @@ def trainable_state(model: OrcaModel) -> dict[str, torch.Tensor]:
 def save_best(
     output: Path,
     cfg: OrcaConfig,
-    training: TrainingArguments,
+    training: Mapping[str, Any],
     model: OrcaModel,
     tokenizer: Any,
     fingerprint: str,
     metrics: dict[str, Any],
 ) -> None:
-    """Write the current weights as a native checkpoint (`_claim` made `output` ours)."""
+    """Write the current weights as a native checkpoint (`_claim` made `output` ours).
+
+    `training`: the training record (the arguments and the processes that trained it).
+    """
     save_model(
         output,
         model,
@@ -143,7 +149,7 @@ def save_best(
         config=cfg,
         backbone_fingerprint=fingerprint,
         metrics=metrics,
-        training=training.to_dict(),
+        training=training,
         overwrite=True,
     )
 
@@ -211,6 +217,7 @@ def train(
     overwrite: bool = False,
     provenance: Mapping[str, Any] | None = None,
     keep_evaluations: int = 0,
+    processes: Processes | None = None,
 ) -> TrainResult:
     """Train a judge, keeping the best dev-rho checkpoint in `output`; resumes from `run_dir`.
 
@@ -222,9 +229,17 @@ def train(
     folder and discarding a run state that belongs to another run. `keep_evaluations=N`
     also keeps the checkpoints of the last N dev evaluations in `run_dir/evaluations/`
     (`step-000120`, …), for checkpoint averaging (`orca-average`).
+
+    `processes` (default: the process group already joined, else one process): every rank
+    calls `train` with the same arguments; each takes `batch_size / world_size` items of every
+    batch and the run ends as one process would (within float rounding).
     """
     if keep_evaluations < 0:
         raise ValueError(f"keep_evaluations must be 0 or more, got {keep_evaluations}")
+    processes = processes or Processes.current()
+    training = training or TrainingArguments()
+    # Checked on every rank before any collective call, so all of them stop with the reason.
+    training_record = {**training.to_dict(), **processes.record(training.batch_size)}
     # A file, the current folder (`--output .`) or a training file's folder is never ours.
     output = check_output_folder(
         output,
@@ -235,9 +250,8 @@ def train(
     )
     folder = RunFolder(Path(run_dir) if run_dir else output.with_name(output.name + "-run"))
     cfg = cfg.replace(backbone=resolved_backbone(cfg.backbone))
-    training = training or TrainingArguments()
     settings = run_settings(cfg, training)
-    dev = resolve_device(device)
+    dev = processes.device(device)
     _check_sets(train_items, dev_items)
     provenance = dict(provenance or {})
     identity = {
@@ -246,7 +260,9 @@ def train(
         # file names are reported, not compared: moving the data does not change it
         **{k: v for k, v in provenance.items() if not k.endswith("_file")},
     }
-    saved = _claim(output, folder, settings, identity, overwrite)
+    # Rank 0 alone decides whether this resumes and clears what a killed run left; the others
+    # get the resume state from it rather than reading a folder it may be changing.
+    saved = processes.on_main(lambda: _claim(output, folder, settings, identity, overwrite))
     template_opts = {
         "template": cfg.template,
         "use_question": cfg.use_question,
@@ -278,6 +294,9 @@ def train(
 
     # The optimiser, fresh or where the resume state left it.
     params = [p for p in model.parameters() if p.requires_grad]
+    # Every rank seeded the same initialisation; starting from rank 0's values makes the
+    # replicas equal even where a backbone's own initialisation is not seeded.
+    processes.same_weights(params)
     optimizer = torch.optim.AdamW(params, lr=training.lr, weight_decay=training.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_multiplier(s, training))
     state = TrainState()
@@ -287,30 +306,53 @@ def train(
         scheduler.load_state_dict(saved["scheduler"])
         torch.set_rng_state(saved["torch_rng"])
         state = TrainState.from_saved(saved)
-        folder.resume(state.step)
+        processes.on_main(lambda: folder.resume(state.step))
     else:
-        folder.start(
-            {
-                "event": "start",
-                "config": settings,
-                **data_counts,
-                "init_from": str(init_from) if init_from else None,
-            }
-        )
+        start = {
+            "event": "start",
+            "config": settings,
+            **data_counts,
+            "init_from": str(init_from) if init_from else None,
+            "processes": processes.record(training.batch_size),
+        }
+        processes.on_main(lambda: folder.start(start))
+
+    def log(record: dict[str, Any]) -> None:
+        if processes.is_main:
+            folder.log(record)
 
     bar = progress_bar(
-        None, "train", progress, unit="step", total=training.max_steps, initial=state.step
+        None,
+        "train",
+        progress and processes.is_main,
+        unit="step",
+        total=training.max_steps,
+        initial=state.step,
     )
     started = time.perf_counter()
 
     def validate(record: dict[str, Any]) -> None:
         """Dev evaluation; keeps the best checkpoint, counts patience, saves the resume state."""
-        metrics, means, variances = evaluate(model, cfg, dev_items, dev_enc, pad_id, dev)
+        # Every rank gets every dev prediction, so every rank takes the same decisions below.
+        metrics, means, variances = evaluate(
+            model, cfg, dev_items, dev_enc, pad_id, dev, processes=processes
+        )
         model.train()
         record["dev"] = metrics
-        if state.count_evaluation(metrics, means, variances, training.patience):
-            best = {"best_step": state.best_step, "dev": metrics, **data_counts}
-            save_best(output, cfg, training, model, tokenizer, fingerprint, best)
+        best = state.count_evaluation(metrics, means, variances, training.patience)
+        record["best_dev_rho"] = state.best_rho
+        bar.set_postfix(
+            loss=f"{record.get('loss', math.nan):.3f}",
+            dev_rho=f"{metrics['rho']:.3f}",
+            best=f"{state.best_rho:.3f}",
+        )
+        processes.on_main(lambda: write_evaluation(best, metrics))
+
+    def write_evaluation(best: bool, metrics: dict[str, float]) -> None:
+        """The best checkpoint, the kept evaluation and the resume state of this evaluation."""
+        if best:
+            best_record = {"best_step": state.best_step, "dev": metrics, **data_counts}
+            save_best(output, cfg, training_record, model, tokenizer, fingerprint, best_record)
         if keep_evaluations:
             # written before the resume state: a crash in between leaves a snapshot that the
             # resume drops and rewrites, never a state pointing at a missing snapshot
@@ -319,15 +361,9 @@ def train(
                 state.step,
                 keep_evaluations,
                 lambda target: save_best(
-                    target, cfg, training, model, tokenizer, fingerprint, snapshot
+                    target, cfg, training_record, model, tokenizer, fingerprint, snapshot
                 ),
             )
-        record["best_dev_rho"] = state.best_rho
-        bar.set_postfix(
-            loss=f"{record.get('loss', math.nan):.3f}",
-            dev_rho=f"{metrics['rho']:.3f}",
-            best=f"{state.best_rho:.3f}",
-        )
         folder.save_state(
             {
                 "config": settings,
@@ -343,30 +379,41 @@ def train(
     # A resume state exists only after the step-0 evaluation: repeating it would log step 0
     # twice and count it as an evaluation without improvement (spending patience).
     if saved is None:
-        record: dict[str, Any] = {"step": 0}
-        validate(record)  # the untrained judge, as a reference point
-        folder.log(record)
+        first: dict[str, Any] = {"step": 0}
+        validate(first)  # the untrained judge, as a reference point
+        log(first)
     model.train()
     while state.step < training.max_steps and not state.done:
-        # one optimiser step over grad_accum micro-batches
-        total_loss = 0.0
+        # One optimiser step over grad_accum micro-batches. Each process takes its share of
+        # every batch; the loss is the batch's mean over all of it, so the gradients summed
+        # over the processes are those of one process. `sums` carries the step's loss and
+        # which micro-batches had a non-finite loss, summed with the gradients.
+        sums = torch.zeros(1 + training.grad_accum, dtype=torch.float64)
+        batches_of_step = []
         for micro in range(training.grad_accum):
             k = state.step * training.grad_accum + micro
             batches = epoch_batches(lengths, training.batch_size, k // n_batches, training.seed)
             batch = batches[k % n_batches]
-            ids, mask = collate([train_enc[i].input_ids for i in batch], pad_id, device=dev)
-            ratings = likelihoods.pad_ratings([list(train_items[i].ratings) for i in batch]).to(dev)
-            loss = (
-                likelihoods.nll(cfg.likelihood, model(ids, mask), ratings).mean()
-                / training.grad_accum
-            )
+            batches_of_step.append(batch)
+            share = processes.share(batch)
+            if not share:  # a last batch of an epoch smaller than the number of processes
+                continue
+            ids, mask = collate([train_enc[i].input_ids for i in share], pad_id, device=dev)
+            ratings = likelihoods.pad_ratings([list(train_items[i].ratings) for i in share]).to(dev)
+            nll = likelihoods.nll(cfg.likelihood, model(ids, mask), ratings)
+            loss = nll.sum() / (len(batch) * training.grad_accum)
             if not torch.isfinite(loss):
-                raise FloatingPointError(
-                    f"non-finite loss at step {state.step} on items "
-                    f"{[train_items[i].id for i in batch]}"
-                )
+                sums[1 + micro] = 1
+                continue
             loss.backward()
-            total_loss += loss.item()
+            sums[0] += loss.item()
+        processes.sum_gradients(params, sums)
+        if bad := sums[1:].nonzero().flatten().tolist():
+            raise FloatingPointError(
+                f"non-finite loss at step {state.step} on items "
+                f"{[train_items[i].id for i in batches_of_step[bad[0]]]}"
+            )
+        total_loss = float(sums[0])
         grad_norm = torch.nn.utils.clip_grad_norm_(
             params, training.grad_clip if training.grad_clip > 0 else math.inf
         )
@@ -388,7 +435,7 @@ def train(
             validate(record)
         else:
             bar.set_postfix(loss=f"{total_loss:.3f}", best=f"{state.best_rho:.3f}")
-        folder.log(record)
+        log(record)
         bar.update(1)
         if on_step is not None:
             on_step(state.step, record)
@@ -401,15 +448,21 @@ def train(
 
     stopped_early = state.step < training.max_steps
     summary = {"best_step": state.best_step, "steps": state.step, "stopped_early": stopped_early}
-    metrics = finalize(output, cfg, state.best_dev, dev_items, {**summary, **data_counts})
-    folder.mark_done()
-    folder.log(
-        {
-            "event": "done",
-            "step": state.step,
-            "best_step": state.best_step,
-            "best_dev_rho": state.best_rho,
-            "clamp_threshold": metrics.get("clamp_threshold"),
-        }
-    )
+
+    def finish() -> dict[str, Any]:
+        """Tune and store the clamp threshold, mark the run done: rank 0's last writes."""
+        metrics = finalize(output, cfg, state.best_dev, dev_items, {**summary, **data_counts})
+        folder.mark_done()
+        folder.log(
+            {
+                "event": "done",
+                "step": state.step,
+                "best_step": state.best_step,
+                "best_dev_rho": state.best_rho,
+                "clamp_threshold": metrics.get("clamp_threshold"),
+            }
+        )
+        return metrics
+
+    metrics = processes.on_main(finish)
     return TrainResult(output, state.best_step, state.best_rho, state.step, stopped_early, metrics)

@@ -256,7 +256,9 @@ def test_a_trained_checkpoint_keeps_its_training_arguments_beside_its_config():
     meta = json.loads((root / "orca_judge.json").read_text(encoding="utf-8"))
     assert set(meta["config"]) == set(OrcaConfig.field_names())
     recorded = json.loads((root / "training_args.json").read_text(encoding="utf-8"))
-    assert recorded == tiny_training().to_dict() and recorded["lr"] == 1e-3
+    # The training record: the arguments, and one process taking every batch whole.
+    processes = {"world_size": 1, "per_process_batch": tiny_training().batch_size}
+    assert recorded == {**tiny_training().to_dict(), **processes} and recorded["lr"] == 1e-3
     assert read_checkpoint(root).training == recorded
     judge = OrcaJudge.from_pretrained(root)
     assert judge.training == recorded

@@ -150,7 +150,9 @@ def test_python_plans_loads_and_splits_the_curriculum_the_command_trains(tmp_pat
         assert (stage.config.lora_r, stage.training.lr, stage.training.max_steps) == (4, 1e-3, 1)
     # The checkpoint the command wrote records the Python plan's settings, split in two.
     recorded = json.loads((tmp_path / "out" / "training_args.json").read_text(encoding="utf-8"))
-    assert recorded == curriculum.stages[-1].training.to_dict()
+    training = curriculum.stages[-1].training
+    processes = {"world_size": 1, "per_process_batch": training.batch_size}
+    assert recorded == {**training.to_dict(), **processes}
 
 
 def test_plan_refuses_an_override_that_is_no_setting():
