@@ -24,6 +24,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="stand in for a prompted judge model: serve text-only chats and reply with a JSON "
         "rating (1 + 4 x token-F1 of the candidate answer against the correct answer)",
     )
+    parser.add_argument(
+        "--fallback",
+        action="store_true",
+        help="stand in for the LLM fallback's reader (extractor aqua-rules+llm): serve text-only "
+        'chats and reply {"answer": ...} naming the one option the reply names (not a model)',
+    )
     return parser
 
 
@@ -36,6 +42,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             latency=args.latency,
             require_audio=False,
             reply=chat_stub.rating_reply(chat_stub.overlap_rating),
+        )
+    if args.fallback:
+        config = StubConfig(
+            latency=args.latency,
+            require_audio=False,
+            reply=lambda request: chat_stub.stand_in_reading(request.text),
         )
     server, state = start_stub(config, args.host, args.port)
     print(f"serving {stub_url(server)} (Ctrl-C stops)", flush=True)

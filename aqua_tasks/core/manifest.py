@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from aqua_tasks.core.extract import EXTRACTOR_VERSIONS
+from aqua_tasks.core.extract.fallback import FALLBACK_PROMPT_VERSION, fallback_model
 from aqua_tasks.core.prompts import PROMPT_TEMPLATES
 
 DISTRIBUTION = "aqua-bench-eval"
@@ -21,6 +23,10 @@ MANIFEST_FIELDS: tuple[str, ...] = (
     "extractor_version",
     "package_version",
 )
+# Recorded only for the extractor aqua-rules+llm: which model read what the rules left
+# unparsed, asked with which prompt. A fallback run's docs keep them too (and `fallback`, its
+# client settings), so its samples alone say how they were read.
+FALLBACK_MANIFEST_FIELDS: tuple[str, ...] = ("fallback_model", "fallback_prompt_version")
 # The manifest fields every doc keeps, since scoring and reading need them per item; the rest
 # are recorded once per task in lm-eval's results (`configs.<task>.metadata.aqua_manifest`),
 # not repeated on each of a samples file's lines.
@@ -50,9 +56,21 @@ def package_version() -> str:
 
 
 def run_manifest(
-    *, data_file: Path, track: str, variant: str, prompt_style: str, extractor: str
+    *,
+    data_file: Path,
+    track: str,
+    variant: str,
+    prompt_style: str,
+    extractor: str,
+    fallback: Mapping | None = None,
 ) -> dict[str, str]:
-    """The manifest fields shared by every item of one task run."""
+    """The manifest fields shared by every item of one task run (`fallback`: its settings)."""
+    recorded = {}
+    if fallback:
+        recorded = {
+            "fallback_model": fallback_model(fallback),
+            "fallback_prompt_version": FALLBACK_PROMPT_VERSION,
+        }
     return {
         "data_file": data_file.name,
         "data_sha256": sha256_file(data_file),
@@ -63,4 +81,5 @@ def run_manifest(
         "extractor": extractor,
         "extractor_version": EXTRACTOR_VERSIONS[extractor],
         "package_version": package_version(),
+        **recorded,
     }

@@ -9,6 +9,7 @@ from pathlib import Path
 from aqua_tasks.core.data import BUILT_TRACKS, data_help, file_stem, has_track_file
 from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, get_extractor_name
+from aqua_tasks.core.extract.fallback import fallback_settings
 from aqua_tasks.core.task_name import OPEN_FAMILY, TaskName
 from aqua_tasks.errors import AquaDataError
 from eval_common.cli import parse_bool
@@ -27,6 +28,8 @@ AQUA_METADATA_KEYS: tuple[str, ...] = (
     "judge_threshold",
     # The open tasks' judge settings (backbone, device, batch_size, ...) of their orca entry.
     "orca",
+    # The LLM fallback's client (extractor aqua-rules+llm): model, base_url or backend hf, ...
+    "fallback",
 )
 AUDIO_ROOT_KEYS = AQUA_METADATA_KEYS[1:6]
 
@@ -58,6 +61,10 @@ def check_aqua_metadata(metadata: Mapping | None) -> None:
         get_extractor_name(str(metadata.get("extractor") or DEFAULT_EXTRACTOR))
     except ValueError as error:
         raise AquaDataError(f"--metadata extractor: {error}") from None
+    try:
+        fallback_settings(metadata)
+    except ValueError as error:
+        raise AquaDataError(f"--metadata {error}") from None
     for key in ("audio", "exclude_defective"):
         try:
             parse_bool(key, metadata.get(key, False))

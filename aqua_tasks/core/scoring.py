@@ -11,6 +11,7 @@ import numpy as np
 
 from aqua_tasks.core.data import TYPES, UNANSWERABLE_TYPES, AquaItem
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, EXTRACTOR_ALIASES, extract
+from aqua_tasks.core.extract.fallback import FALLBACK_EXTRACTOR, apply_reading, needs_fallback
 
 RATE_METRICS: tuple[str, ...] = (
     "acc",
@@ -27,6 +28,9 @@ COUNT_METRICS: tuple[str, ...] = (
     "n_excluded",
 )
 ALL_METRICS: tuple[str, ...] = RATE_METRICS + COUNT_METRICS
+# Counts of an `aqua-rules+llm` run only: replies the LLM fallback read into an answer, and
+# replies it failed to read (left unparsed). Their per-item value is the fallback's reading.
+FALLBACK_METRICS: tuple[str, ...] = ("n_fallback", "n_fallback_failed")
 LOWER_IS_BETTER: frozenset[str] = frozenset({"unparsed_rate"})
 
 
@@ -49,6 +53,7 @@ class Verdict:
     reason: str
     flags: tuple[str, ...]
     excluded: bool
+    read_by: str = "rules"  # "fallback": the LLM fallback read what the rules left unparsed
 
     def to_record(self) -> dict:
         """JSON-ready row for per-item output."""
@@ -63,11 +68,24 @@ def score_reply(
     *,
     extractor: str = DEFAULT_EXTRACTOR,
     exclude_defective: bool = False,
+    fallback: int | None = None,
 ) -> Verdict:
-    """Extract the chosen option from a reply and judge it against the released gold."""
+    """Extract the chosen option from a reply and judge it against the released gold.
+
+    `fallback` is what the LLM fallback read (a code of `extract.fallback`) for the extractor
+    `aqua-rules+llm`; ValueError when that extractor leaves a reply unparsed without one.
+    """
     result = extract(
         reply or "", item.options, extractor=extractor, rejection_strings=item.rejection_strings
     )
+    read_by = "rules"
+    if extractor == FALLBACK_EXTRACTOR and needs_fallback(reply or "", result):
+        if fallback is None:
+            raise ValueError(
+                f"item {item.id}: the rules left the reply unparsed and no fallback reading "
+                "was recorded (the LLM fallback reads replies during the lm-eval run)"
+            )
+        result, read_by = apply_reading(result, fallback, item.options, item.rejection_strings)
     chosen = item.options[result.choice] if result.choice is not None else None
     # Gold is the option text: with duplicated option strings any copy of it is right.
     correct = chosen is not None and chosen == item.answer
@@ -88,6 +106,7 @@ def score_reply(
         reason=result.reason,
         flags=item.flags,
         excluded=exclude_defective and bool(item.flags),
+        read_by=read_by,
     )
 
 

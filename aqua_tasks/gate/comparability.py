@@ -16,7 +16,8 @@ from pathlib import Path
 
 from aqua_tasks.core.data import AquaItem
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, EXTRACTOR_ALIASES
-from aqua_tasks.core.manifest import MANIFEST_FIELDS
+from aqua_tasks.core.extract.fallback import FALLBACK_EXTRACTOR
+from aqua_tasks.core.manifest import FALLBACK_MANIFEST_FIELDS, MANIFEST_FIELDS
 from aqua_tasks.errors import AquaDataError
 from aqua_tasks.runs import (
     HARNESS_AUTHORS,
@@ -47,7 +48,18 @@ COMPARED_MANIFEST = (
 # manifest (compared through COMPARED_MANIFEST; 0.1.0 repeated it in every doc, later docs keep
 # only manifest.DOC_FIELDS) and the clip index (derived from the data file, whose hash is
 # compared), so runs of either doc layout compare.
-LOCAL_DOC_FIELDS = frozenset({"audio_path", "audio_error", "clip_index", *MANIFEST_FIELDS})
+# A fallback run's docs also carry its fallback (compared by `_fallback_reason`) and its client
+# settings (`fallback`: the endpoint is the machine's).
+LOCAL_DOC_FIELDS = frozenset(
+    {
+        "audio_path",
+        "audio_error",
+        "clip_index",
+        "fallback",
+        *MANIFEST_FIELDS,
+        *FALLBACK_MANIFEST_FIELDS,
+    }
+)
 # Judge inputs that must agree item by item for judge scores to be comparable (the
 # candidate's reply is what is compared).
 JUDGE_INPUTS = ("question", "reference", "rationale", "transcript", "ratings")
@@ -138,6 +150,34 @@ def _setting(reply: RunItem, field: str) -> object:
     return reply.manifest.get(field)
 
 
+def _reader(items: Mapping[int, RunItem]) -> str:
+    """Who read a task's replies: the rules only, or the rules and which LLM fallback."""
+    readers = set()
+    for r in items.values():
+        if _setting(r, "extractor") != FALLBACK_EXTRACTOR:
+            readers.add("rules only")
+            continue
+        model = r.manifest.get("fallback_model") or "model not recorded"
+        prompt = r.manifest.get("fallback_prompt_version") or "prompt not recorded"
+        readers.add(f"rules + LLM fallback {model}, {prompt}")
+    return "; ".join(sorted(readers))
+
+
+def _fallback_reason(task: str, b: Mapping[int, RunItem], c: Mapping[int, RunItem]) -> str | None:
+    """Why a run read with the LLM fallback cannot be compared with the other, or None.
+
+    As MMAU's leaderboard keeps its GPT-parsed and regex-parsed figures apart, a run whose
+    unparsed replies a model read is compared only with one read by the same model and prompt.
+    """
+    base, cand = _reader(b), _reader(c)
+    if base == cand or "LLM fallback" not in base + cand:
+        return None
+    return (
+        f"{task}: read differently (baseline {base}; candidate {cand}): a run read with an LLM "
+        "fallback is compared only with one of the same fallback model and prompt"
+    )
+
+
 def _example(keys: Sequence[tuple[str, int]]) -> str:
     shown = ", ".join(str(i) for _, i in sorted(keys)[:3])
     return f"{len(keys)} items, e.g. id {shown}"
@@ -163,6 +203,9 @@ def why_not_comparable(base: ComparedRun, cand: ComparedRun) -> str | None:
                 f"{task}: different items ({len(only_b)} only in baseline, {len(only_c)} only in "
                 f"candidate; e.g. id {(only_b or only_c)[0]}) — same --limit/--samples needed"
             )
+        reason = _fallback_reason(task, b, c)
+        if reason is not None:
+            return reason
         for field in (*COMPARED_MANIFEST, "exclude_defective"):
             bv = {str(_setting(r, field)) for r in b.values()}
             cv = {str(_setting(r, field)) for r in c.values()}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from aqua_tasks.core.extract.fallback import fallback_counts
 from aqua_tasks.core.intervals import metric_stderrs
 from aqua_tasks.core.open_ended import (
     OPEN_COUNTS,
@@ -29,7 +30,13 @@ from aqua_tasks.core.open_ended import (
     pool_open,
 )
 from aqua_tasks.core.pooling import all_tracks_rows, pooled_label
-from aqua_tasks.core.scoring import ALL_METRICS, COUNT_METRICS, LOWER_IS_BETTER, ItemOutcome
+from aqua_tasks.core.scoring import (
+    ALL_METRICS,
+    COUNT_METRICS,
+    FALLBACK_METRICS,
+    LOWER_IS_BETTER,
+    ItemOutcome,
+)
 from aqua_tasks.core.task_name import OPEN_FAMILY, TaskName
 from aqua_tasks.runs.scoring import row_figures
 
@@ -185,4 +192,44 @@ def fix_open_results(
     fixed["results"] = table
     fixed["group_subtasks"] = subtasks
     fixed["higher_is_better"] = directions
+    return fixed
+
+
+# task -> filter -> the fallback's logged readings (aqua-rules+llm runs)
+FallbackReadings = Mapping[str, Mapping[str, Sequence[int]]]
+
+
+def fix_fallback_counts(results: Mapping, readings: FallbackReadings) -> dict:
+    """A copy of a results dict whose fallback counts are integers, summed in all-tracks rows.
+
+    lm-eval would give a group the size-weighted mean of its tasks' counts; a count of
+    replies read by the fallback is their sum.
+    """
+    fixed = dict(results)
+    table = {k: dict(v) for k, v in (results.get("results") or {}).items()}
+    directions = {k: dict(v) for k, v in (results.get("higher_is_better") or {}).items()}
+    counts = {
+        task: {f: fallback_counts(values) for f, values in by_filter.items()}
+        for task, by_filter in readings.items()
+        if task in table
+    }
+    rows = {task: [task] for task in counts}
+    for group, members in (results.get("group_subtasks") or {}).items():
+        if group in table and members and all(m in counts for m in members):
+            rows[group] = list(members)
+    for name, members in rows.items():
+        for filter_key in set.intersection(*(set(counts[m]) for m in members)):
+            for metric in FALLBACK_METRICS:
+                table[name][f"{metric},{filter_key}"] = sum(
+                    counts[m][filter_key][metric] for m in members
+                )
+                table[name].pop(f"{metric}_stderr,{filter_key}", None)
+        directions[name] = directions.get(name, {}) | dict.fromkeys(FALLBACK_METRICS)
+    fixed["results"] = table
+    fixed["higher_is_better"] = directions
+    if results.get("groups"):
+        fixed["groups"] = {
+            k: {**v, **{m: table[k][m] for m in table.get(k, {}) if m.startswith("n_fallback")}}
+            for k, v in results["groups"].items()
+        }
     return fixed

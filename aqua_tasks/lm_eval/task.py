@@ -6,11 +6,17 @@ from collections.abc import Mapping
 
 from lm_eval.api.task import ConfigurableTask
 
-from aqua_tasks.core.scoring import as_outcome
+from aqua_tasks.core.scoring import FALLBACK_METRICS, as_outcome
 from aqua_tasks.errors import UncollectedOutcomesError
-from aqua_tasks.lm_eval.results import STDERR_BOOT, fix_aqua_results, fix_open_results
+from aqua_tasks.lm_eval.results import (
+    STDERR_BOOT,
+    fix_aqua_results,
+    fix_fallback_counts,
+    fix_open_results,
+)
 from aqua_tasks.task.aggregations import aqua_metric_of
 from aqua_tasks.task.config import prepare_task_config, with_manifest
+from aqua_tasks.task.definition import read_unparsed
 from aqua_tasks.task.open_ended import open_metric_of
 
 
@@ -31,6 +37,22 @@ class AquaTask(ConfigurableTask):
         # After lm-eval built the docs: a data error surfaces from its `custom_dataset` call.
         self.config.metadata = with_manifest(self.config.metadata or {}, self.config.dataset_kwargs)
 
+    def apply_filters(self) -> list | None:
+        """lm-eval's filters, then the LLM fallback (`aqua-rules+llm`) asked in one batch.
+
+        lm-eval calls `process_results` item by item; reading every unparsed reply here first
+        lets the fallback's requests run concurrently, and `process_results` finds them read.
+        """
+        filtered = super().apply_filters()
+        pairs = [
+            (instance.doc, reply)
+            for instance in self.instances
+            for reply in instance.filtered_resps.values()
+            if isinstance(reply, str)
+        ]
+        read_unparsed(pairs)
+        return filtered
+
 
 def fix_results(task_dict: Mapping, results: dict, bootstrap_iters: int) -> dict:
     """evaluate()'s last step: pooled all-tracks rows, stderrs, counts (`fix_aqua_results`).
@@ -45,6 +67,7 @@ def fix_results(task_dict: Mapping, results: dict, bootstrap_iters: int) -> dict
     collected = aggregated_values()
     outcomes = {}
     open_sites = {}
+    readings: dict[str, dict[str, list]] = {}
     for task in built_tasks(task_dict):
         name = str(task.task_name)
         if any(open_metric_of(fn) is not None for fn in task.aggregation().values()):
@@ -64,10 +87,19 @@ def fix_results(task_dict: Mapping, results: dict, bootstrap_iters: int) -> dict
             for (metric, filter_key), values in collected[name].items()
             if metric in ours
         }
+        fallback = {
+            filter_key: list(values)
+            for (metric, filter_key), values in collected[name].items()
+            if metric == FALLBACK_METRICS[0]
+        }
+        if fallback:
+            readings[name] = fallback
         if by_filter:
             outcomes[name] = by_filter
     n_boot = min(bootstrap_iters, STDERR_BOOT)
     fixed = fix_aqua_results(results, outcomes, n_boot=n_boot)
+    if readings:
+        fixed = fix_fallback_counts(fixed, readings)
     return fix_open_results(fixed, open_sites, n_boot=n_boot) if open_sites else fixed
 
 

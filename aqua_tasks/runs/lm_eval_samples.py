@@ -73,8 +73,19 @@ def _aqua_sample(
         extractor=doc.get("extractor"),
         exclude_defective=bool(doc.get("exclude_defective")),
         manifest=item_manifest(doc, manifests.get(task)),
+        fallback=_fallback_reading(sample, where),
         **logged,
     )
+
+
+def _fallback_reading(sample: Mapping, where: str) -> int | None:
+    # An aqua-rules+llm run logs what its LLM fallback read as the value of `n_fallback`.
+    value = sample.get("n_fallback")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise RunError(f"{where}: n_fallback must be a fallback reading (an integer >= 0)")
+    return value
 
 
 def _other_sample(sample: Mapping, task: str, where: str, **logged: Any) -> RunItem:

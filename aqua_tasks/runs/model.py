@@ -9,7 +9,7 @@ from typing import Any
 
 from aqua_tasks.core.data import AquaItem
 from aqua_tasks.core.docs import audio_enabled, doc_audio
-from aqua_tasks.core.manifest import MANIFEST_FIELDS
+from aqua_tasks.core.manifest import FALLBACK_MANIFEST_FIELDS, MANIFEST_FIELDS
 from aqua_tasks.errors import RunError
 from aqua_tasks.runs.discovery import (
     HARNESS_LM_EVAL,
@@ -48,6 +48,7 @@ class RunItem:
     doc: Mapping[str, Any] = field(default_factory=dict)
     target: Any = None
     prompt: str | None = None
+    fallback: int | None = None  # what the LLM fallback read (aqua-rules+llm runs), if logged
 
     @property
     def key(self) -> tuple[str, int]:
@@ -76,7 +77,12 @@ def item_manifest(doc: Mapping, recorded: Mapping | None = None) -> dict[str, st
     holds is None, i.e. unknown (e.g. a samples file read without its results file).
     """
     recorded = recorded if isinstance(recorded, Mapping) else {}
-    return {k: doc[k] if k in doc else recorded.get(k) for k in MANIFEST_FIELDS}
+    manifest = {k: doc[k] if k in doc else recorded.get(k) for k in MANIFEST_FIELDS}
+    # Only a fallback run records these: a rules-only run's manifest keeps its layout.
+    for key in FALLBACK_MANIFEST_FIELDS:
+        if doc.get(key) or recorded.get(key):
+            manifest[key] = doc.get(key) or recorded.get(key)
+    return manifest
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR, EXTRACTOR_VERSIONS, rescoring_notice
+from aqua_tasks.core.extract.fallback import FALLBACK_EXTRACTOR, fallback_counts
 from aqua_tasks.core.intervals import LEVEL, metric_intervals, wilson_interval
 from aqua_tasks.core.pooling import (
     all_tracks_rows,
@@ -72,16 +73,29 @@ def rescoring_notices(items: Iterable[RunItem]) -> list[str]:
 def score_items(
     items: Sequence[RunItem], *, extractor: str | None = None, exclude_defective: bool = False
 ) -> list[Verdict]:
-    """Verdicts of AQUA items; each item's recorded extractor is used unless one is given."""
-    return [
-        score_reply(
-            i.item,
-            i.reply,
-            extractor=extractor or i.extractor or DEFAULT_EXTRACTOR,
-            exclude_defective=exclude_defective or i.exclude_defective,
-        )
-        for i in items
-    ]
+    """Verdicts of AQUA items; each item's recorded extractor is used unless one is given.
+
+    `aqua-rules+llm` applies each item's logged fallback reading: the model is not asked
+    again; a reply the rules leave unparsed without one is a RunError.
+    """
+    verdicts = []
+    for i in items:
+        try:
+            verdicts.append(
+                score_reply(
+                    i.item,
+                    i.reply,
+                    extractor=extractor or i.extractor or DEFAULT_EXTRACTOR,
+                    exclude_defective=exclude_defective or i.exclude_defective,
+                    fallback=i.fallback,
+                )
+            )
+        except ValueError as error:
+            raise RunError(
+                f"{i.source}: {error}; re-score with aqua-rules, or run lm-eval with "
+                f"extractor {FALLBACK_EXTRACTOR}"
+            ) from None
+    return verdicts
 
 
 def condition_map(replies: Sequence[RunItem], extractor: str | None) -> dict[str, dict]:
@@ -131,8 +145,24 @@ class TaskScoring:
 
     @property
     def extractor(self) -> str:
-        """The extractors the items were scored with, comma-separated."""
-        return ",".join(sorted({v.extractor for v in self.verdicts}))
+        """The extractors the items were scored with, comma-separated; a fallback run's says
+        how many replies the fallback read (MMAU keeps such figures apart from the rules')."""
+        names = sorted({v.extractor for v in self.verdicts})
+        if FALLBACK_EXTRACTOR not in names:
+            return ",".join(names)
+        counts = self.fallback_counts()
+        read = f"{FALLBACK_EXTRACTOR} ({counts['n_fallback']} read by the fallback)"
+        return ",".join(read if n == FALLBACK_EXTRACTOR else n for n in names)
+
+    def fallback_counts(self) -> dict[str, int]:
+        """Replies the fallback read into an answer, and replies it failed to read."""
+        return fallback_counts(
+            [
+                i.fallback or 0
+                for i, v in zip(self.items, self.verdicts, strict=True)
+                if v.extractor == FALLBACK_EXTRACTOR
+            ]
+        )
 
     def item_rows(self) -> list[dict]:
         """One JSON-ready row per item: its task, verdict and recorded manifest."""

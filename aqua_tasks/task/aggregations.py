@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from aqua_tasks.core.extract.fallback import fallback_counts
 from aqua_tasks.core.scoring import ItemOutcome, as_outcome, summarize
 
 logger = logging.getLogger(__name__)
@@ -71,3 +72,13 @@ aggregate_n_items = _aggregation("n_items")
 aggregate_n_solvable = _aggregation("n_solvable")
 aggregate_n_unconditioned = _aggregation("n_unconditioned")
 aggregate_n_excluded = _aggregation("n_excluded")
+
+
+def aggregate_n_fallback(values: list) -> float:
+    """Aggregation: replies the LLM fallback read into an answer (`aqua-rules+llm` runs)."""
+    return float(fallback_counts(values)["n_fallback"])
+
+
+def aggregate_n_fallback_failed(values: list) -> float:
+    """Aggregation: replies the LLM fallback failed to read, left unparsed."""
+    return float(fallback_counts(values)["n_fallback_failed"])

@@ -6,6 +6,8 @@ import logging
 from collections.abc import Mapping
 
 from aqua_tasks.core.docs import audio_enabled
+from aqua_tasks.core.extract.fallback import FALLBACK_EXTRACTOR
+from aqua_tasks.task.aggregations import aggregate_n_fallback, aggregate_n_fallback_failed
 from aqua_tasks.task.definition import docs_arguments, task_manifest
 from aqua_tasks.task.open_ended import FORM, open_manifest
 
@@ -15,7 +17,8 @@ logger = logging.getLogger(__name__)
 def prepare_task_config(
     config: Mapping, settings: Mapping, *, audio_key: str, no_audio: object
 ) -> dict:
-    """A copy of the task config without `class`, its audio input set to `no_audio` if off."""
+    """A copy of the task config without `class`, its audio input set to `no_audio` if off,
+    and the fallback's counts among its metrics when the run's extractor is `aqua-rules+llm`."""
     config = dict(config)
     config.pop("class", None)  # the harness's routing key, not a TaskConfig field
     if not audio_enabled(settings):
@@ -24,7 +27,21 @@ def prepare_task_config(
             "%s: text-only run (audio: false): the model never hears the clips",
             config.get("task"),
         )
+    if str(settings.get("extractor") or "").strip().lower() == FALLBACK_EXTRACTOR:
+        entries = [dict(entry) for entry in FALLBACK_METRIC_ENTRIES]
+        config["metric_list"] = [*config.get("metric_list", []), *entries]
     return config
+
+
+# The counts a fallback run adds to its task's table (a rules-only run's table is unchanged).
+FALLBACK_METRIC_ENTRIES: tuple[dict, ...] = (
+    {"metric": "n_fallback", "aggregation": aggregate_n_fallback, "higher_is_better": False},
+    {
+        "metric": "n_fallback_failed",
+        "aggregation": aggregate_n_fallback_failed,
+        "higher_is_better": False,
+    },
+)
 
 
 def is_open_form(dataset_kwargs: Mapping | None) -> bool:

@@ -338,6 +338,32 @@ def overlap_rating(text: str) -> int:
     return 1 + round(4 * 2 * precision * recall / (precision + recall))
 
 
+def stand_in_reading(text: str) -> str:
+    """A stand-in fallback reader's JSON reply to the LLM fallback's prompt (not a model).
+
+    It reads the prompt's `Options:` and the reply between `<<<` and `>>>`: the one option
+    whose text the reply names (whole words, any case) is its letter; `none of`, `neither`
+    or `not listed` is a rejection; `cannot hear` / `can't hear` a refusal; else `none`. A
+    re-ask (the prompt is not shown again) is answered `none`.
+    """
+    options = re.findall(r"^\(([a-z])\) (.+)$", text.partition("Reply:")[0], re.MULTILINE)
+    reply = text.partition("<<<")[2].partition(">>>")[0].lower()
+    named = [
+        letter
+        for letter, option in options
+        if re.search(rf"\b{re.escape(option.lower())}\b", reply)
+    ]
+    if len(named) == 1:
+        answer = named[0]
+    elif re.search(r"none of|neither|not listed", reply):
+        answer = "rejection"
+    elif re.search(r"cannot hear|can't hear", reply):
+        answer = "refusal"
+    else:
+        answer = "none"
+    return json.dumps({"answer": answer})
+
+
 def start_stub(
     config: StubConfig, host: str = "127.0.0.1", port: int = 0
 ) -> tuple[ThreadingHTTPServer, StubState]:

@@ -172,6 +172,7 @@ ROOM_MAY_IMPORT = {
         "eval_common",
         "orca_judge",
         "orca_judge.metric",
+        "orca_judge.prompted",
     },
     "aqua_tasks.runs": {"aqua_tasks.core", "eval_common", "orca_judge", "orca_judge.metric"},
     "aqua_tasks.reports": {"aqua_tasks.core", "aqua_tasks.runs", "eval_common", "orca_judge"},

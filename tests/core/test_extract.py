@@ -350,7 +350,8 @@ def test_get_extractor_name_validates_and_names_the_choices():
     assert get_extractor_name(" AQUA-rules ") == "aqua-rules"
     assert get_extractor_name(" MMAU ") == "aqua-rules"  # the default's former name
     with pytest.raises(
-        ValueError, match="valid choices: aqua-rules, mmau-string-match, official, mmau"
+        ValueError,
+        match="valid choices: aqua-rules, mmau-string-match, official, aqua-rules\\+llm, mmau",
     ):
         get_extractor_name("lmms")
     with pytest.raises(ValueError, match="valid choices"):
@@ -359,7 +360,13 @@ def test_get_extractor_name_validates_and_names_the_choices():
 
 def test_every_extractor_has_a_recorded_version():
     assert set(EXTRACTOR_VERSIONS) == set(EXTRACTOR_NAMES)
-    assert set(EXTRACTOR_NAMES) == {"aqua-rules", "official", "mmau-string-match", "mmau"}
+    assert set(EXTRACTOR_NAMES) == {
+        "aqua-rules",
+        "official",
+        "mmau-string-match",
+        "aqua-rules+llm",
+        "mmau",
+    }
 
 
 def test_letter_property_maps_choice_to_capital_letter():

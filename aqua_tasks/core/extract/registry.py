@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from aqua_tasks.core.extract.authors import extract_official
+from aqua_tasks.core.extract.fallback import FALLBACK_EXTRACTOR, FALLBACK_PROMPT_VERSION
 from aqua_tasks.core.extract.mmau import extract_string_match
 from aqua_tasks.core.extract.rules import DEFAULT_REJECTIONS, extract_aqua_rules
 from aqua_tasks.core.extract.verdict import Extraction
@@ -23,6 +24,9 @@ _EXTRACTORS: dict[str, Callable[[str, Sequence[str], Sequence[str]], Extraction]
         split_token_limit(reply)[0], options
     ),
     "official": lambda reply, options, _: extract_official(split_token_limit(reply)[0], options),
+    # The rules' half of the LLM fallback: the task room asks the model for what they leave
+    # unparsed, and the reading is applied by `scoring.score_reply` (see fallback.py).
+    FALLBACK_EXTRACTOR: extract_aqua_rules,
 }
 # Names runs recorded before a rename (0.1.0 wrote `mmau`): re-scored by what they now name.
 EXTRACTOR_ALIASES: dict[str, str] = {"mmau": "aqua-rules"}
@@ -33,6 +37,10 @@ _CURRENT_VERSIONS = {"aqua-rules": "3.2", "official": "1.0", "mmau-string-match"
 EXTRACTOR_VERSIONS: dict[str, str] = _CURRENT_VERSIONS | {
     alias: _CURRENT_VERSIONS[target] for alias, target in EXTRACTOR_ALIASES.items()
 }
+# The fallback's version names the rules it stands behind and its prompt.
+_CURRENT_VERSIONS[FALLBACK_EXTRACTOR] = EXTRACTOR_VERSIONS[FALLBACK_EXTRACTOR] = (
+    f"{_CURRENT_VERSIONS['aqua-rules']}+{FALLBACK_PROMPT_VERSION}"
+)
 
 
 def get_extractor_name(name: str) -> str:

@@ -1,0 +1,111 @@
+"""What the LLM fallback (`aqua-rules+llm`) adds on replies the rules leave unparsed.
+
+Builds, from the released Animal items, replies of kinds `aqua-rules` leaves unparsed —
+short leans (`Maybe a dog.`), hedges between two options, `I don't know`, capability
+refusals, chatter — keeps those the rules indeed leave unparsed, and reads them with the
+fallback against the local stand-in reader (`aqua_tasks.testing.chat_stub.stand_in_reading`,
+a word matcher, not a model). It prints, per kind, how many the fallback read into an answer,
+how many of those chose the gold option, and requests and seconds; a second pass shows the
+cache. A real model's figures need a real endpoint: pass `--base-url` and `--model`.
+
+    python benchmarks/bench_fallback.py --data-dir DATA [--n 200] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+import time
+from collections import Counter
+
+from aqua_tasks.core.data import load_items
+from aqua_tasks.core.extract import extract
+from aqua_tasks.core.extract.fallback import apply_reading, is_fallback_read, needs_fallback
+from aqua_tasks.task.fallback import FallbackReader
+from aqua_tasks.testing.chat_stub import StubConfig, stand_in_reading, start_stub, stub_url
+
+KINDS = {
+    "lean": lambda gold, other: f"Maybe a {gold.lower()}.",
+    "hedge": lambda gold, other: f"It could be {gold.lower()} or {other.lower()}, hard to say.",
+    "dont-know": lambda gold, other: "I don't know.",
+    "refusal": lambda gold, other: "Sorry, I cannot hear audio.",
+    "chatter": lambda gold, other: "lol ok",
+}
+
+
+def replies(data_dir: str, n: int, seed: int) -> list[tuple[str, object, str]]:
+    """(kind, item, reply) for Solvable items, only those the rules leave unparsed."""
+    rng = random.Random(seed)
+    items = [i for i in load_items(data_dir, "animal", "main") if i.type == "Solvable"]
+    out = []
+    for item in rng.sample(items, min(n, len(items))):
+        other = next(o for o in item.options if o != item.answer)
+        for kind, make in KINDS.items():
+            reply = make(item.answer, other)
+            if needs_fallback(reply, extract(reply, item.options)):
+                out.append((kind, item, reply))
+    return out
+
+
+def measure(reader: FallbackReader, cases: list) -> dict:
+    """Per kind: replies, read into an answer, right; and the pass's requests and seconds."""
+    before, started = reader.stats.requests, time.perf_counter()
+    readings = reader.read_many([(item.options, reply) for _, item, reply in cases])
+    seconds = time.perf_counter() - started
+    table: dict[str, Counter] = {}
+    for (kind, item, reply), reading in zip(cases, readings, strict=True):
+        rules = extract(reply, item.options)
+        read, _ = apply_reading(rules, reading, item.options, item.rejection_strings)
+        row = table.setdefault(kind, Counter())
+        row["replies"] += 1
+        row["read"] += is_fallback_read(reading)
+        row["right"] += read.choice is not None and item.options[read.choice] == item.answer
+    return {
+        "kinds": {k: dict(v) for k, v in table.items()},
+        "requests": reader.stats.requests - before,
+        "seconds": round(seconds, 3),
+    }
+
+
+def main() -> None:
+    """Run both passes and print the table (or JSON)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--n", type=int, default=200, help="Solvable items sampled")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--base-url", help="a real chat-completions URL (default: the stand-in)")
+    parser.add_argument("--model", default="stand-in")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    cases = replies(args.data_dir, args.n, args.seed)
+    server = None
+    if args.base_url is None:
+        server, _ = start_stub(
+            StubConfig(require_audio=False, reply=lambda r: stand_in_reading(r.text))
+        )
+    url = args.base_url or stub_url(server)
+    with tempfile.TemporaryDirectory() as cache:
+        settings = {"base_url": url, "model": args.model, "cache_dir": cache}
+        reader = FallbackReader(settings)
+        passes = {
+            "first": measure(reader, cases),
+            "cached": measure(FallbackReader(settings), cases),
+        }
+    if server is not None:
+        server.shutdown()
+    if args.json:
+        print(json.dumps(passes, indent=2))
+        return
+    print("| kind | unparsed by rules | read by the fallback | of those right |")
+    print("|---|---|---|---|")
+    kinds = passes["first"]["kinds"]
+    for kind, row in kinds.items():
+        print(f"| {kind} | {row['replies']} | {row['read']} | {row['right']} |")
+    for name, result in passes.items():
+        print(f"{name} pass: {result['requests']} requests, {result['seconds']} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+"""The LLM fallback (`extractor: aqua-rules+llm`) end to end: lm-eval, a local stub, the gate."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aqua_tasks.core.data import TRACK_FILE_STEMS, load_json_file
+from aqua_tasks.testing.chat_stub import StubConfig, stand_in_reading, start_stub, stub_url
+
+pytestmark = pytest.mark.slow
+BIN = Path(sys.executable).parent
+LIMIT = 40  # the first 10 Animal clips
+INVALID, LIMITED, BROKEN = "(stub: invalid first)", "(stub: rate limited)", "(stub: broken)"
+
+
+def _reply(entry: dict, n: int) -> str:
+    """Rules-read replies, but for five the rules leave unparsed and one empty."""
+    gold = entry["answer"]
+    unparsed = {
+        0: f"Maybe a {gold.lower()}.",  # a lean: rules unparsed; the stand-in reads the option
+        1: f"Hard to say. {INVALID}",  # first fallback reply not JSON, the re-ask answers
+        5: f"Maybe it is a {gold.lower()}. {LIMITED}",  # a 429 before the reading
+        9: f"Hmm, no idea. {BROKEN}",  # the fallback's server fails on every attempt
+        13: "lol",  # the stand-in reads no answer either
+        17: "",  # nothing to read: never sent
+    }
+    if n in unparsed:
+        return unparsed[n]
+    index = entry["options"].index(gold) if n % 3 else 0
+    return f"The answer is ({chr(ord('a') + index)}) {entry['options'][index]}."
+
+
+@pytest.fixture(scope="module")
+def saved_replies(tmp_path_factory, released_dir) -> Path:
+    out = tmp_path_factory.mktemp("fallback_replies")
+    stem = TRACK_FILE_STEMS["animal"]
+    entries = load_json_file(released_dir / f"{stem}.json")[:LIMIT]
+    for n, entry in enumerate(entries):
+        entry["response"] = _reply(entry, n)
+    (out / f"{stem}.json").write_text(json.dumps(entries))
+    return out
+
+
+def _stub_reply(request) -> str:
+    if INVALID in request.text:
+        return "I think it is (e)."  # not JSON: re-asked with the reason
+    if request.text.startswith("That reply is not usable"):
+        return '{"answer": "rejection"}'
+    return stand_in_reading(request.text)
+
+
+@pytest.fixture(scope="module")
+def stub():
+    server, state = start_stub(
+        StubConfig(
+            require_audio=False,
+            reply=_stub_reply,
+            faults={LIMITED: ["429"]},
+            always_fail={BROKEN: 500},
+        )
+    )
+    yield server, state
+    server.shutdown()
+
+
+def run_cli(*args: object, cache: Path) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "AQUA_CACHE_DIR": str(cache),
+    }
+    return subprocess.run(
+        [str(a) for a in args], capture_output=True, text=True, timeout=600, env=env
+    )
+
+
+def _eval(saved: Path, released: Path, out: Path, cache: Path, fallback: dict | None):
+    metadata = {"data_dir": str(released), "audio": False}
+    if fallback is not None:
+        metadata |= {"extractor": "aqua-rules+llm", "fallback": fallback}
+    proc = run_cli(
+        BIN / "lm_eval",
+        "--model",
+        "aqua-replay",
+        "--model_args",
+        f"path={saved}",
+        "--tasks",
+        "aqua_animal",
+        "--limit",
+        LIMIT,
+        "--metadata",
+        json.dumps(metadata),
+        "--output_path",
+        out,
+        "--log_samples",
+        cache=cache,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc
+
+
+def _samples(out: Path) -> dict[int, dict]:
+    (path,) = sorted(out.rglob("samples_aqua_animal_*.jsonl"))
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return {int(r["doc"]["id"]): r for r in rows}
+
+
+def _results(out: Path) -> dict:
+    (path,) = sorted(out.rglob("results_*.json"))
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, saved_replies, released_dir, stub):
+    server, state = stub
+    root = tmp_path_factory.mktemp("fallback_runs")
+    cache = root / "cache"
+    settings = {"base_url": stub_url(server), "model": "stub-reader", "max_retries": 1}
+    rules = _eval(saved_replies, released_dir, root / "rules", cache, None)
+    first = _eval(saved_replies, released_dir, root / "fallback", cache, settings)
+    sent_first = len(state.requests)
+    rerun = _eval(saved_replies, released_dir, root / "rerun", cache, settings)
+    rerun_texts = [r.text for r in state.requests[sent_first:]]
+    return {
+        "root": root,
+        "cache": cache,
+        "procs": (rules, first, rerun),
+        "sent_first": sent_first,
+        "rerun_texts": rerun_texts,
+        "state": state,
+    }
+
+
+def test_fallback_counts_show_in_the_lm_eval_table_and_results(runs):
+    results = _results(runs["root"] / "fallback")
+    row = results["results"]["aqua_animal"]
+    # ids 0 and 5 read as the gold option, id 1 as a rejection after its re-ask; id 9 failed.
+    assert row["n_fallback,none"] == 3 and row["n_fallback_failed,none"] == 1
+    table = runs["procs"][1].stdout
+    assert "n_fallback" in table and "n_fallback_failed" in table
+    manifest = results["configs"]["aqua_animal"]["metadata"]["aqua_manifest"]
+    assert manifest["extractor"] == "aqua-rules+llm"
+    assert manifest["fallback_model"] == "openai:stub-reader"
+    assert manifest["fallback_prompt_version"] == "aqua-fallback-v1"
+    rules_row = _results(runs["root"] / "rules")["results"]["aqua_animal"]
+    assert "n_fallback,none" not in rules_row
+    # Four of the six unparsed replies stay unparsed with the rules only; two with the fallback.
+    assert rules_row["unparsed_rate,none"] == pytest.approx(6 / LIMIT)
+    assert row["unparsed_rate,none"] == pytest.approx(3 / LIMIT)
+
+
+def test_rule_read_replies_are_unchanged_and_each_reading_is_logged(runs):
+    rules = _samples(runs["root"] / "rules")
+    fallback = _samples(runs["root"] / "fallback")
+    read = {0: 7, 1: 4, 5: 9, 9: 1, 13: 2, 17: 0}  # logged readings (see extract.fallback)
+    for item_id, sample in fallback.items():
+        assert sample["n_fallback"] == read.get(item_id, 0), item_id
+        if item_id not in read:
+            assert sample["acc"] == rules[item_id]["acc"], item_id
+    assert json.loads(fallback[0]["doc"]["fallback"])["model"] == "stub-reader"
+
+
+def test_fallback_requests_retry_a_429_and_re_ask_an_invalid_reply(runs):
+    state = runs["state"]
+    statuses = [(r.status, r.text[:40]) for r in state.requests[: runs["sent_first"]]]
+    assert sum(s == 429 for s, _ in statuses) == 1
+    assert sum(text.startswith("That reply is not usable") for _, text in statuses) == 1
+    # The broken item: the first attempt and one retry (max_retries 1), both 500.
+    assert sum(s == 500 for s, _ in statuses) == 2
+
+
+def test_a_rerun_asks_only_what_failed_in_transport(runs):
+    assert runs["rerun_texts"] and all(BROKEN in text for text in runs["rerun_texts"])
+    rerun = _results(runs["root"] / "rerun")["results"]["aqua_animal"]
+    assert rerun["n_fallback,none"] == 3 and rerun["n_fallback_failed,none"] == 1
+
+
+def test_aqua_score_and_report_keep_the_fallback_figures_apart(runs):
+    out = runs["root"] / "fallback"
+    score = run_cli(BIN / "aqua-score", out, "--json", cache=runs["cache"])
+    assert score.returncode == 0, score.stderr
+    payload = json.loads(score.stdout)
+    assert payload["extractor"]["aqua_animal"] == "aqua-rules+llm (3 read by the fallback)"
+    assert payload["results"]["aqua_animal"]["unparsed_rate"] == pytest.approx(3 / LIMIT)
+    rules_only = run_cli(
+        BIN / "aqua-score", out, "--extractor", "aqua-rules", "--json", cache=runs["cache"]
+    )
+    assert json.loads(rules_only.stdout)["results"]["aqua_animal"]["unparsed_rate"] == (
+        pytest.approx(6 / LIMIT)
+    )
+    report = run_cli(
+        BIN / "aqua-report", out, "--out", runs["root"] / "report", cache=runs["cache"]
+    )
+    assert report.returncode == 0, report.stderr
+    assert "aqua-rules+llm (3 read by the fallback)" in report.stdout
+
+
+def test_regress_refuses_a_rules_only_baseline_against_a_fallback_run(runs):
+    root = runs["root"]
+    proc = run_cli(
+        BIN / "aqua-regress",
+        "--baseline",
+        root / "rules",
+        "--candidate",
+        root / "fallback",
+        cache=runs["cache"],
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0] == (
+        "aqua-regress: not comparable: aqua_animal: read differently (baseline rules only; "
+        "candidate rules + LLM fallback openai:stub-reader, aqua-fallback-v1): a run read with "
+        "an LLM fallback is compared only with one of the same fallback model and prompt"
+    )
+    same = run_cli(
+        BIN / "aqua-regress",
+        "--baseline",
+        root / "fallback",
+        "--candidate",
+        root / "rerun",
+        cache=runs["cache"],
+    )
+    assert same.returncode == 0, same.stderr
