@@ -332,7 +332,9 @@ def test_string_match_judges_gold_as_mmau_does():
 def test_default_extractor_has_an_honest_name_and_mmau_is_its_alias(caplog):
     assert DEFAULT_EXTRACTOR == "aqua-rules"
     assert EXTRACTOR_ALIASES == {"mmau": "aqua-rules"}
-    assert {"aqua-rules", "official", "mmau-string-match", "mmau"} == set(EXTRACTOR_NAMES)
+    assert {"aqua-rules", "aqua-rules+llm", "official", "mmau-string-match", "mmau"} == set(
+        EXTRACTOR_NAMES
+    )
     assert EXTRACTOR_VERSIONS["mmau"] == EXTRACTOR_VERSIONS["aqua-rules"] == "3.2"
     assert extract_mmau is extract_aqua_rules
     # A documented name of recorded runs, not a deprecation: one debug line, no warning.
