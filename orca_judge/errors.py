@@ -9,7 +9,8 @@
         ├── BackboneLoadError (RuntimeError)   a backbone that cannot be loaded (e.g. offline)
         ├── OrcaMetricError (ValueError)       a `metric: orca` entry or its judge
         ├── LlmJudgeError (ValueError)         a prompted judge's settings (`metric: llm_judge`)
-        ├── JudgeEndpointError (RuntimeError)  a judge endpoint that refuses every request
+        ├── JudgeEndpointError (RuntimeError)  a judge endpoint that refuses every request, or
+        │                                      fails more judgements than a stage allows
         └── RunConflictError (ValueError)      training would replace what is not its own
 
 Callers catch the narrowest class they handle, or `OrcaError`; every console script runs
@@ -56,7 +57,8 @@ class LlmJudgeError(OrcaError, ValueError):
 
 
 class JudgeEndpointError(OrcaError, RuntimeError):
-    """A judge endpoint refuses every request (key, URL, model name, server down)."""
+    """A judge endpoint refuses every request (key, URL, model name, server down), or fails
+    more of a judge-rated stage's judgements than its `max_failed_share`."""
 
 
 class RunConflictError(OrcaError, ValueError):

@@ -146,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             plans,
             heldout_fraction=args.heldout_fraction,
             split_seed=args.split_seed,
+            progress=not args.no_progress,
         )
         # Under torchrun / accelerate launch every rank runs this; rank 0 alone writes and prints.
         with launched_group(args.device) as processes:
@@ -178,6 +179,11 @@ def main(argv: list[str] | None = None) -> int:
         for stage in summary["stages"]:
             data = stage["data"]
             built = " rule-rated candidates built from" if data.get("train_synthesized") else ""
+            if judge := data.get("train_rated_by"):
+                built = (
+                    f" rated by {judge['model']} ({judge['prompt_version']}: {judge['n_rated']} "
+                    f"rated, {judge['n_failed']} failed judgements left out) from"
+                )
             print(
                 f"data of {stage['name']}: train{built} {data['train_file']} "
                 f"({stage['train_items']} items), dev {data['dev_file']} ({stage['dev_items']} "

@@ -1,8 +1,9 @@
 """Planning a curriculum as orca-train does: YAML and overrides to stages, then data to `Stage`s.
 
 `plan_stages` reads nothing but the YAML (its settings checked, its paths resolved);
-`load_stages` loads each stage's files, builds rule-rated stages and makes the one held-out
-split. `run_curriculum` (curriculum.py) then trains what they planned.
+`load_stages` loads each stage's files, builds rule-rated stages, has a prompted judge rate
+judge-rated ones and makes the one held-out split. `run_curriculum` (curriculum.py) then
+trains what they planned.
 """
 
 from __future__ import annotations
@@ -16,11 +17,18 @@ from eval_common.cli import parse_bool
 from eval_common.inputs import load_yaml
 from orca_judge.config import OrcaConfig
 from orca_judge.training.arguments import TrainingArguments, setting_problem, split_settings
+from orca_judge.training.judge_rated import (
+    MAX_FAILED_SHARE,
+    RATED_BY,
+    JudgeRating,
+    judge_rating_plan,
+)
 
 # Keys of a curriculum stage besides OrcaConfig and TrainingArguments fields. `synthesize:
 # true` trains the stage on rule-rated candidates built from its `train` file
-# (training/synthetic.py), not the file.
-STAGE_KEYS = frozenset({"train", "dev", "name", "synthesize"})
+# (training/synthetic.py), not the file; `rated_by: {judge settings}` on the file's
+# candidates rated by a prompted judge (training/judge_rated.py), `max_failed_share` with it.
+STAGE_KEYS = frozenset({"train", "dev", "name", "synthesize", RATED_BY, MAX_FAILED_SHARE})
 if TYPE_CHECKING:
     from orca_judge.training.curriculum import Curriculum
 
@@ -36,6 +44,7 @@ class StagePlan:
     dev: str
     synthesize: bool = False
     settings: dict[str, Any] = field(default_factory=dict)  # OrcaConfig + TrainingArguments
+    rated_by: JudgeRating | None = None  # a prompted judge rates the train file's items
 
 
 def _load_yaml(path: str | Path) -> dict[str, Any]:
@@ -57,7 +66,7 @@ def _stage_problem(stage: dict[str, Any], where: str, flags: Mapping[str, Any]) 
             if not isinstance(value, str):
                 wanted = "a name" if key == "name" else "a file name"
                 problem = f"{label}: expected {wanted}, got {value!r}"
-        elif key != "synthesize":
+        elif key not in ("synthesize", RATED_BY, MAX_FAILED_SHARE):  # judge_rating_plan's
             problem = setting_problem(key, value, label)
         if problem:
             return problem if key in flags else f"{where}: {problem}"
@@ -128,44 +137,62 @@ def plan_stages(
                 merged[key] = _resolve(merged[key], config_dir)
         name = merged.get("name", f"stage{i + 1}")
         synthesize = parse_bool(f"stage {name}: synthesize", merged.get("synthesize", False))
+        rated_by = judge_rating_plan(merged, where, synthesize)
         if not merged.get("backbone"):
             raise ValueError("no --backbone given")
         settings = {k: v for k, v in merged.items() if k not in STAGE_KEYS}
-        stages.append(StagePlan(name, merged["train"], merged["dev"], synthesize, settings))
+        stages.append(
+            StagePlan(name, merged["train"], merged["dev"], synthesize, settings, rated_by)
+        )
     return stages
 
 
 def load_stages(
-    plans: Sequence[StagePlan], *, heldout_fraction: float = 0.0, split_seed: int = 0
+    plans: Sequence[StagePlan],
+    *,
+    heldout_fraction: float = 0.0,
+    split_seed: int = 0,
+    progress: bool = False,
 ) -> Curriculum:
     """The planned stages with their data loaded and the held-out split made, as a Curriculum.
 
     Each stage's data records its files, their sha256 and the split settings (a resume with
-    other data is refused). DataError names a file that cannot be read.
+    other data is refused); a `rated_by` stage's items are rated by its judge here (a progress
+    bar with `progress`), and its data records the judge and how many items it rated and
+    failed. DataError names a file that cannot be read.
     """
     # Loaded here, not at import: planning (and orca-train --help) needs no torch.
     from orca_judge.data import file_sha256, load_items
     from orca_judge.training.curriculum import Curriculum, Stage
     from orca_judge.training.heldout import heldout_fraction_problem, hold_out
+    from orca_judge.training.judge_rated import rate_items
     from orca_judge.training.synthetic import build_synthetic_items
 
     if problem := heldout_fraction_problem(heldout_fraction):
         raise ValueError(problem)  # before any data is read
-    trains = []
+    trains, judge_records = [], []
     for plan in plans:
-        items = load_items(plan.train, require_ratings=True)
+        # A judge-rated stage's file holds candidates to rate: ratings it has are replaced.
+        items = load_items(plan.train, require_ratings=plan.rated_by is None)
+        record = None
         if plan.synthesize:
             seed = plan.settings.get("seed", TrainingArguments.__dataclass_fields__["seed"].default)
             items, _ = build_synthetic_items(items, seed=seed)
+        elif plan.rated_by is not None:
+            items, record = rate_items(items, plan.rated_by, plan.name, progress=progress)
         trains.append(items)
+        judge_records.append(record)
     devs = [load_items(plan.dev, require_ratings=True) for plan in plans]
     split = hold_out(trains, devs, heldout_fraction, split_seed)
     stages = []
-    for plan, train_items, dev_items in zip(plans, trains, split.devs, strict=True):
+    for plan, train_items, dev_items, record in zip(
+        plans, trains, split.devs, judge_records, strict=True
+    ):
         provenance = {
             "train_file": plan.train,
             "train_file_sha256": file_sha256(plan.train),
             **({"train_synthesized": "rule-rated (orca-synthesize)"} if plan.synthesize else {}),
+            **({"train_rated_by": record} if record is not None else {}),
             "dev_file": plan.dev,
             "dev_file_sha256": file_sha256(plan.dev),
             **split.record,

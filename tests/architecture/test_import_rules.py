@@ -182,7 +182,12 @@ ROOM_MAY_IMPORT = {
     "aqua_tasks.testing": {"aqua_tasks.core", "eval_common"},
     "orca_judge": {"eval_common", "orca_judge.checkpoint"},
     "orca_judge.checkpoint": {"eval_common", "orca_judge"},
-    "orca_judge.training": {"eval_common", "orca_judge", "orca_judge.checkpoint"},
+    "orca_judge.training": {
+        "eval_common",
+        "orca_judge",
+        "orca_judge.checkpoint",
+        "orca_judge.prompted",
+    },
     "orca_judge.metric": {"eval_common", "orca_judge", "orca_judge.checkpoint"},
     "orca_judge.prompted": {
         "eval_common",
