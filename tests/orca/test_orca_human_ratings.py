@@ -118,7 +118,9 @@ def test_the_command_reads_a_local_copy_and_never_replaces_files_unasked(tmp_pat
     assert "wrote train.jsonl (12 items), dev.jsonl (5 items)" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("config", ["curriculum.yaml", "curriculum-synthetic.yaml"])
+@pytest.mark.parametrize(
+    "config", ["curriculum.yaml", "curriculum-synthetic.yaml", "curriculum-3stage.yaml"]
+)
 def test_the_configs_read_data_orca_human_in_the_repository_and_name_the_command(config):
     path = REPO / "configs" / "orca" / config
     data_dir = yaml.safe_load(path.read_text())["data_dir"]
