@@ -17,6 +17,7 @@ from aqua_tasks.testing.chat_stub import (
     stub_url,
 )
 from orca_judge.cli import train as cli_train
+from orca_judge.cli.llm_judge import main as llm_judge_score
 from orca_judge.data import items_fingerprint, load_items
 from orca_judge.errors import JudgeEndpointError, LlmJudgeError
 from orca_judge.prompted.judge import item_of
@@ -161,6 +162,19 @@ def test_more_failed_judgements_than_the_stage_allows_refuse_it_in_one_line(stub
     stage["max_failed_share"] = 0.3  # at the share allowed, the stage trains without them
     (loaded,) = load_stages(plan_stages(write_config(tmp_path, [stage]))).stages
     assert len(loaded.train_items) == 7
+
+
+def test_orca_llm_judge_fills_the_cache_a_judge_rated_stage_then_reads(stub, tmp_path):
+    url, state = stub
+    write_jsonl(tmp_path / "mid.jsonl", unrated(6))
+    write_jsonl(tmp_path / "dev.jsonl", synthetic_items(8, 2, "dv"))
+    spec = f"base_url={url},model=judge-m,cache_dir={tmp_path / 'cache'}"
+    assert llm_judge_score(["--input", str(tmp_path / "mid.jsonl"), "--judge", spec]) == 0
+    sent = len(state.requests)
+    assert sent == 6
+    path = write_config(tmp_path, [judge_stage(url, tmp_path / "cache")])
+    (stage,) = load_stages(plan_stages(path)).stages
+    assert len(state.requests) == sent and len(stage.train_items) == 6
 
 
 def test_the_shipped_three_stage_config_plans_synthetic_then_judge_rated_then_human():
