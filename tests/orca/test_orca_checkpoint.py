@@ -28,6 +28,7 @@ from orca_judge.checkpoint import (
 from orca_judge.checkpoint.contents import FORMAT_1_TRAINING
 from orca_judge.config import OrcaConfig
 from orca_judge.errors import BackboneMismatchError, CheckpointError
+from orca_judge.processes import RECORD_FIELDS as PROCESS_FIELDS
 
 ITEMS = synthetic_items(12, seed=5, prefix="eval")
 
@@ -268,6 +269,8 @@ def _as_format_1(root):
     """The checkpoint as written before training_args.json: its arguments inside `config`."""
     meta = json.loads((root / "orca_judge.json").read_text(encoding="utf-8"))
     training = json.loads((root / "training_args.json").read_text(encoding="utf-8"))
+    # Format 1 predates multi-process training: it never recorded the processes.
+    training = {k: v for k, v in training.items() if k not in PROCESS_FIELDS}
     meta["config"] = {**meta["config"], **training}
     (root / "orca_judge.json").write_text(json.dumps(meta), encoding="utf-8")
     (root / "training_args.json").unlink()
@@ -278,8 +281,11 @@ def test_a_checkpoint_with_its_training_arguments_inside_its_config_loads_the_sa
     new = tiny_trained_checkpoint()
     old = shutil.copytree(new, tmp_path / "old")
     meta = _as_format_1(old)
+    new_training = {
+        k: v for k, v in read_checkpoint(new).training.items() if k not in PROCESS_FIELDS
+    }
     assert read_checkpoint(old).config == read_checkpoint(new).config
-    assert read_checkpoint(old).training == read_checkpoint(new).training
+    assert read_checkpoint(old).training == new_training
     assert (
         OrcaJudge.from_pretrained(old).fingerprint() == OrcaJudge.from_pretrained(new).fingerprint()
     )
@@ -287,7 +293,7 @@ def test_a_checkpoint_with_its_training_arguments_inside_its_config_loads_the_sa
     update_config(old, clamp_threshold=0.02)
     after = json.loads((old / "orca_judge.json").read_text(encoding="utf-8"))
     assert after["config"] == {**meta["config"], "clamp_threshold": 0.02}
-    assert read_checkpoint(old).training == read_checkpoint(new).training
+    assert read_checkpoint(old).training == new_training
     # Keys that are neither OrcaConfig nor format-1 training fields are still refused.
     meta["config"]["lora_rank"] = 4
     (old / "orca_judge.json").write_text(json.dumps(meta), encoding="utf-8")
