@@ -25,19 +25,23 @@ def _lmms_eval(metadata: str, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def runs(released_dir, tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
+def runs(
+    released_dir, released_audio_root, tmp_path_factory
+) -> dict[str, subprocess.CompletedProcess]:
     """Each bad run once, in parallel, by name."""
     tmp = tmp_path_factory.mktemp("status")
     not_a_model = tmp / "empty-model"
     not_a_model.mkdir()
     meta = json.dumps({"data_dir": str(released_dir), "audio": False})
+    # An audio model's run must feed audio: text-only is refused before it starts.
+    audio = json.dumps({"data_dir": str(released_dir), "audio_root": str(released_audio_root)})
     task = ["--tasks", "aqua_animal", "--limit", "2", "--output_path", str(tmp / "out")]
     cases = {
         "typo": ('{"data_dir": "x", "extractr": "official"}', "--model", "aqua-random", *task),
         "data_dir": (json.dumps({"data_dir": str(tmp / "nope")}), "--model", "aqua-random", *task),
         "model_arg": (meta, "--model", "aqua-audiolm", "--model_args", "pretrained=org/m,colour=1",
                       *task),
-        "failed": (meta, "--model", "aqua-audiolm", "--model_args", f"pretrained={not_a_model}",
+        "failed": (audio, "--model", "aqua-audiolm", "--model_args", f"pretrained={not_a_model}",
                    *task),
     }  # fmt: skip
     with ThreadPoolExecutor(2) as pool:
