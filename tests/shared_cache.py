@@ -20,9 +20,20 @@ def run_folder_for(run_id: str) -> Path:
     return Path(tempfile.gettempdir()) / f"{_PREFIX}{run_id[:12]}"
 
 
+# A folder kept across test runs (CI's two suites, one per harness environment, share what
+# the first built: the packages that read the artefacts are pinned to the same versions in
+# both). Its owner removes it; the tests never do.
+KEEP_VARIABLE = "AQUA_TEST_ARTEFACTS"
+
+
 @functools.cache
 def run_folder() -> Path:
     """This run's artefact folder: one for all xdist workers of the run, else this process's."""
+    kept = os.environ.get(KEEP_VARIABLE)
+    if kept:
+        folder = Path(kept)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return folder
     # xdist gives every worker of one run the same id; the controller removes the folder.
     run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     if run_id:
