@@ -123,7 +123,7 @@ def doc_to_text(doc: Mapping) -> str:
     return render_question(doc)
 
 
-def process_results(doc: Mapping, results: Sequence[str]) -> dict[str, list]:
+def process_results(doc: Mapping, results: Sequence[str]) -> dict[str, list | int]:
     """Score one reply as the lm-eval task does; pure, as lmms-eval may thread and retry it.
 
     Every metric gets the item's outcome as the 5-entry [clip, type, correct, parsed, excluded]
@@ -131,5 +131,8 @@ def process_results(doc: Mapping, results: Sequence[str]) -> dict[str, list]:
     computes a "CLT stderr" over numeric per-item values, meaningless for a packed integer,
     and skips other values.
     """
-    packed = definition.process_results(doc, results)["acc"]
-    return {metric: list(unpack_outcome(packed)) for metric in ALL_METRICS}
+    scored = definition.process_results(doc, results)
+    values: dict = {metric: list(unpack_outcome(scored["acc"])) for metric in ALL_METRICS}
+    # An `aqua-rules+llm` run's fallback reading: the value its two counts aggregate.
+    values.update({k: v for k, v in scored.items() if k.startswith("n_fallback")})
+    return values

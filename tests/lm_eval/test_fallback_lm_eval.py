@@ -9,62 +9,22 @@ import sys
 from pathlib import Path
 
 import pytest
+from fallback_fixtures import BROKEN, LIMIT, start_fallback_stub, write_fallback_replies
 
-from aqua_tasks.core.data import TRACK_FILE_STEMS, load_json_file
-from aqua_tasks.testing.chat_stub import StubConfig, stand_in_reading, start_stub, stub_url
+from aqua_tasks.testing.chat_stub import stub_url
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
-LIMIT = 40  # the first 10 Animal clips
-INVALID, LIMITED, BROKEN = "(stub: invalid first)", "(stub: rate limited)", "(stub: broken)"
-
-
-def _reply(entry: dict, n: int) -> str:
-    """Rules-read replies, but for five the rules leave unparsed and one empty."""
-    gold = entry["answer"]
-    unparsed = {
-        0: f"Maybe a {gold.lower()}.",  # a lean: rules unparsed; the stand-in reads the option
-        1: f"Hard to say. {INVALID}",  # first fallback reply not JSON, the re-ask answers
-        5: f"Maybe it is a {gold.lower()}. {LIMITED}",  # a 429 before the reading
-        9: f"Hmm, no idea. {BROKEN}",  # the fallback's server fails on every attempt
-        13: "lol",  # the stand-in reads no answer either
-        17: "",  # nothing to read: never sent
-    }
-    if n in unparsed:
-        return unparsed[n]
-    index = entry["options"].index(gold) if n % 3 else 0
-    return f"The answer is ({chr(ord('a') + index)}) {entry['options'][index]}."
 
 
 @pytest.fixture(scope="module")
 def saved_replies(tmp_path_factory, released_dir) -> Path:
-    out = tmp_path_factory.mktemp("fallback_replies")
-    stem = TRACK_FILE_STEMS["animal"]
-    entries = load_json_file(released_dir / f"{stem}.json")[:LIMIT]
-    for n, entry in enumerate(entries):
-        entry["response"] = _reply(entry, n)
-    (out / f"{stem}.json").write_text(json.dumps(entries))
-    return out
-
-
-def _stub_reply(request) -> str:
-    if INVALID in request.text:
-        return "I think it is (e)."  # not JSON: re-asked with the reason
-    if request.text.startswith("That reply is not usable"):
-        return '{"answer": "rejection"}'
-    return stand_in_reading(request.text)
+    return write_fallback_replies(released_dir, tmp_path_factory.mktemp("fallback_replies"))
 
 
 @pytest.fixture(scope="module")
 def stub():
-    server, state = start_stub(
-        StubConfig(
-            require_audio=False,
-            reply=_stub_reply,
-            faults={LIMITED: ["429"]},
-            always_fail={BROKEN: 500},
-        )
-    )
+    server, state = start_fallback_stub()
     yield server, state
     server.shutdown()
 
