@@ -9,6 +9,10 @@ how many of those chose the gold option, and requests and seconds; a second pass
 cache. A real model's figures need a real endpoint: pass `--base-url` and `--model`.
 
     python benchmarks/bench_fallback.py --data-dir DATA [--n 200] [--json]
+
+`--heldout tests/data/extraction_heldout/replies.jsonl` reads the project's held-out replies
+instead: those the rules leave unparsed go to the fallback, and "right" counts a reading
+that gives the reply's expected letter.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import random
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
 
 from aqua_tasks.core.data import load_items
 from aqua_tasks.core.extract import extract
@@ -49,6 +55,33 @@ def replies(data_dir: str, n: int, seed: int) -> list[tuple[str, object, str]]:
     return out
 
 
+@dataclass(frozen=True)
+class HeldOutItem:
+    """A held-out reply's options, with its expected option as the item's answer."""
+
+    options: tuple[str, ...]
+    rejection_strings: tuple[str, ...]
+    answer: str | None
+
+
+def heldout_replies(path: str) -> list[tuple[str, HeldOutItem, str]]:
+    """(kind, item, reply) for the held-out replies the rules leave unparsed."""
+    out = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        options = tuple(row["options"])
+        letter = row["expected"]
+        index = ord(letter) - ord("A") if len(letter) == 1 and letter.isupper() else None
+        item = HeldOutItem(
+            options, tuple(row["rejection_strings"]), None if index is None else options[index]
+        )
+        if needs_fallback(
+            row["reply"], extract(row["reply"], options, rejection_strings=item.rejection_strings)
+        ):
+            out.append((row["kind"], item, row["reply"]))
+    return out
+
+
 def measure(reader: FallbackReader, cases: list) -> dict:
     """Per kind: replies, read into an answer, right; and the pass's requests and seconds."""
     before, started = reader.stats.requests, time.perf_counter()
@@ -56,7 +89,7 @@ def measure(reader: FallbackReader, cases: list) -> dict:
     seconds = time.perf_counter() - started
     table: dict[str, Counter] = {}
     for (kind, item, reply), reading in zip(cases, readings, strict=True):
-        rules = extract(reply, item.options)
+        rules = extract(reply, item.options, rejection_strings=item.rejection_strings)
         read, _ = apply_reading(rules, reading, item.options, item.rejection_strings)
         row = table.setdefault(kind, Counter())
         row["replies"] += 1
@@ -72,14 +105,19 @@ def measure(reader: FallbackReader, cases: list) -> dict:
 def main() -> None:
     """Run both passes and print the table (or JSON)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", required=True)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data-dir", help="the released AQUA files (built reply kinds)")
+    source.add_argument("--heldout", help="a held-out reply file (JSON Lines)")
     parser.add_argument("--n", type=int, default=200, help="Solvable items sampled")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--base-url", help="a real chat-completions URL (default: the stand-in)")
     parser.add_argument("--model", default="stand-in")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    cases = replies(args.data_dir, args.n, args.seed)
+    if args.heldout:
+        cases = heldout_replies(args.heldout)
+    else:
+        cases = replies(args.data_dir, args.n, args.seed)
     server = None
     if args.base_url is None:
         server, _ = start_stub(

@@ -83,6 +83,11 @@ def test_only_unparsed_replies_with_words_are_sent():
     assert not needs_fallback("(c) Dog", extract("(c) Dog", OPTIONS))
     for reply in ("", "  ...  ", failed_reply("HTTP 503")):
         assert not needs_fallback(reply, extract(reply, OPTIONS))
+    # A capability refusal is the rules' reading: never handed to a reader that might call
+    # its "so none of them" a rejection.
+    refusal = "I cannot hear audio, so none of these options fits."
+    assert extract(refusal, OPTIONS).reason.startswith("refusal:")
+    assert not needs_fallback(refusal, extract(refusal, OPTIONS))
 
 
 def test_a_reading_never_changes_what_the_rules_read():

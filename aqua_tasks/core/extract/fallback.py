@@ -115,13 +115,21 @@ def read_fallback_reply(text: str, n_options: int) -> FallbackAnswer:
     )
 
 
+# How `aqua-rules` words a capability refusal (rules.py `_refused`, rules_non_answers.py).
+REFUSAL_REASON = "refusal:"
+
+
 def needs_fallback(reply: str, rules: Extraction) -> bool:
     """Whether the fallback is asked: the rules left the reply unparsed and it has words.
 
     A failed generation and a reply without a word character have nothing to read, so no
-    model is asked to read them.
+    model is asked to read them. A capability refusal is a reading of its own (the model did
+    not listen): a fallback that read its "so none of these" as the rejection would let CA
+    reward a model that never heard the clip.
     """
     if rules.parsed or failure_message(reply) is not None:
+        return False
+    if rules.reason.startswith(REFUSAL_REASON):
         return False
     return re.search(r"\w", split_token_limit(reply)[0]) is not None
 
