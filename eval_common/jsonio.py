@@ -4,11 +4,28 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from eval_common.outputs import write_text
+
+# A chat model's JSON reply may come inside a Markdown code fence.
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL | re.IGNORECASE)
+
+
+def json_object_in_reply(text: str) -> dict | None:
+    """The JSON object a chat model's reply holds (bare or in a code fence), else None."""
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1)
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def json_safe(value: object) -> object:

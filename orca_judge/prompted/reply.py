@@ -7,11 +7,9 @@ are ignored. Anything else is an invalid reply with a reason the re-ask quotes.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 
-FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL | re.IGNORECASE)
+from eval_common.jsonio import json_object_in_reply
 
 
 @dataclass(frozen=True)
@@ -35,15 +33,8 @@ def _as_rating(value: object) -> int | None:
 
 def read_reply(text: str) -> ReadReply:
     """The rating of a reply like `{"rating": 5, "reason": "..."}`, or the problem with it."""
-    body = text.strip()
-    fenced = FENCE.match(body)
-    if fenced:
-        body = fenced.group(1)
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return ReadReply(None, problem=f"not a JSON object: {text.strip()[:80]!r}")
-    if not isinstance(data, dict):
+    data = json_object_in_reply(text)
+    if data is None:
         return ReadReply(None, problem=f"not a JSON object: {text.strip()[:80]!r}")
     if "rating" not in data:
         return ReadReply(None, problem="no `rating` key")

@@ -10,7 +10,6 @@ The network half (backends, cache, counts) is `aqua_tasks.task.fallback`.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from aqua_tasks.core.extract.verdict import Extraction, fold
 from aqua_tasks.core.generation_failure import failure_message
 from aqua_tasks.core.generation_limit import split_token_limit
+from eval_common.jsonio import json_object_in_reply
 
 FALLBACK_EXTRACTOR = "aqua-rules+llm"
 # Recorded with every run and part of every cache key: a changed wording needs a new version.
@@ -53,7 +53,6 @@ INSTRUCTIONS = """Which option does the reply commit to as its final answer?
 Read the reply only: do not judge whether its answer is correct."""
 REPLY_SCHEMA = '{"answer": "<letter> | rejection | refusal | none"}'
 RETRY_PROMPT = "That reply is not usable ({reason}). Reply again with JSON only, exactly: "
-FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL | re.IGNORECASE)
 
 # What the fallback read, as logged per item: 0 not asked, 1 failed (invalid replies after
 # every re-ask, or the request failed), 2 none, 3 refusal, 4 rejection, 5 + i option i.
@@ -91,15 +90,8 @@ def re_ask(messages: list[dict[str, str]], reply: str, reason: str) -> list[dict
 
 def read_fallback_reply(text: str, n_options: int) -> FallbackAnswer:
     """The reading of a reply like `{"answer": "c"}`, or the problem the re-ask quotes."""
-    body = text.strip()
-    fenced = FENCE.match(body)
-    if fenced:
-        body = fenced.group(1)
-    try:
-        data = json.loads(body)
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
+    data = json_object_in_reply(text)
+    if data is None:
         return FallbackAnswer(None, f"not a JSON object: {text.strip()[:80]!r}")
     answer = data.get("answer")
     if not isinstance(answer, str):
