@@ -13,7 +13,6 @@ from typing import Any, BinaryIO
 
 import numpy as np
 import soundfile as sf
-from scipy.signal import firwin, resample_poly
 
 from aqua_tasks.core.data import BUILT_TRACKS, check_track
 from aqua_tasks.core.settings_place import settings_place
@@ -272,6 +271,9 @@ def resample(wave: np.ndarray, rate: int, target_sr: int = TARGET_SAMPLING_RATE)
         taps = _lowpass(up, down)
         if np.issubdtype(wave.dtype, np.floating):
             taps = taps.astype(wave.dtype)  # what resample_poly itself does to its filter
+        # Imported here: scipy.signal takes ≈ 1 s to import, and most runs never resample.
+        from scipy.signal import resample_poly
+
         wave = resample_poly(wave, up, down, window=taps)
     return np.ascontiguousarray(wave, dtype=np.float32)
 
@@ -280,6 +282,8 @@ def resample(wave: np.ndarray, rate: int, target_sr: int = TARGET_SAMPLING_RATE)
 def _lowpass(up: int, down: int) -> np.ndarray:
     # resample_poly's own default filter (Kaiser, beta 5, 10 zero crossings per side), designed
     # once per ratio: redesigning it for every clip took a third of a 2 s clip's resampling.
+    from scipy.signal import firwin
+
     max_rate = max(up, down)
     taps = firwin(2 * 10 * max_rate + 1, 1.0 / max_rate, window=("kaiser", 5.0))
     taps.flags.writeable = False

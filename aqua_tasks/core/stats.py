@@ -1,7 +1,8 @@
 """Statistics on paired binary outcomes: Wilson, clip-level bootstrap, exact McNemar, Holm.
 
-Pure numpy/scipy; nothing here knows about AQUA items. Callers line their outcomes up one
-entry per unit (clip or item) and pass arrays in.
+Pure numpy/scipy (scipy.stats is imported where it is needed: it is slow to import); nothing
+here knows about AQUA items. Callers line their outcomes up one entry per unit (clip or item)
+and pass arrays in.
 """
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
-from scipy.stats import binomtest
 
 LEVEL = 0.95
 # Replicates are drawn in chunks so that memory stays bounded for large n_boot × units.
@@ -37,8 +38,17 @@ def wilson_interval(successes: int, n: int, level: float = LEVEL) -> tuple[float
     if not 0 <= successes <= n:
         raise ValueError(f"successes must be in 0..n, got {successes} of {n}")
     _check_level(level)
-    ci = binomtest(int(successes), int(n)).proportion_ci(confidence_level=level, method="wilson")
-    return max(0.0, float(ci.low)), min(1.0, float(ci.high))
+    # The closed form (scipy's binomtest(...).proportion_ci(method="wilson") gives the same to
+    # float rounding): computed here, because importing scipy.stats costs ≈ 1 s per process.
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    p, z2 = successes / n, z * z
+    denominator = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
+    # At none or all successes a bound is exactly 0 or 1; the float form is only close to it.
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high
 
 
 def binomial_stderr(successes: int, n: int) -> float:
@@ -264,6 +274,8 @@ def mcnemar_exact_p(lost: int, gained: int) -> float:
         raise ValueError(f"discordant counts must be >= 0, got {lost} and {gained}")
     if lost + gained == 0:
         return 1.0
+    from scipy.stats import binomtest  # here: scipy.stats takes ≈ 1 s to import
+
     return float(binomtest(lost, lost + gained, 0.5, alternative="two-sided").pvalue)
 
 

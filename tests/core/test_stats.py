@@ -47,6 +47,17 @@ def test_wilson_at_none_and_all_successes_equals_the_hand_formula_within_0_and_1
     assert (low == 0.0) == (k == 0) and (high == pytest.approx(1.0)) == (k == n)
 
 
+@pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
+def test_wilson_equals_scipys_wilson_interval(level):
+    from scipy.stats import binomtest
+
+    for n in (1, 2, 7, 40, 361):
+        for k in range(0, n + 1, max(1, n // 9)):
+            ci = binomtest(k, n).proportion_ci(confidence_level=level, method="wilson")
+            want = (max(0.0, ci.low), min(1.0, ci.high))
+            assert stats.wilson_interval(k, n, level) == pytest.approx(want, rel=1e-9, abs=1e-12)
+
+
 def test_wilson_of_no_trials_is_nan_and_bad_counts_are_refused():
     assert all(math.isnan(v) for v in stats.wilson_interval(0, 0))
     assert stats.wilson_interval(240, 360) == pytest.approx(hand_wilson(240, 360), rel=1e-12)

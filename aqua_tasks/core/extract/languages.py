@@ -87,12 +87,30 @@ def _entries(code: str, table: dict) -> tuple[dict[str, str], set[str]]:
     return glosses | words, set(words) - set(glosses)
 
 
-def _alternative(phrase: str, is_word: bool, particles: str | None) -> str:
-    """One phrase of the pattern; a Korean word only at a word start, before a particle or break."""
-    escaped = re.escape(phrase)
-    if not is_word or particles is None:
-        return escaped
-    return rf"(?<![{_HANGUL}]){escaped}(?=[^{_HANGUL}]|$|{particles})"
+def _phrase_pattern(phrases: list[str], words: set[str], particles: str | None) -> str:
+    """The phrases, longest first, as one alternation; a Korean word only at a word start and
+    before a particle or a break.
+
+    Consecutive words share one guarded group: `(?<!H)(?:w1|w2)(?=…)` matches what
+    `(?<!H)w1(?=…)|(?<!H)w2(?=…)` does (the engine backtracks into the group when the guard
+    fails), and compiling ~25 Hangul classes instead of ~600 saves about 2 s per process.
+    """
+    runs: list[tuple[bool, list[str]]] = []
+    for phrase in sorted(phrases, key=len, reverse=True):
+        guarded = particles is not None and phrase in words
+        if not runs or runs[-1][0] != guarded:
+            runs.append((guarded, []))
+        runs[-1][1].append(re.escape(phrase))
+    parts = []
+    for guarded, escaped in runs:
+        alternation = "|".join(escaped)
+        # Hangul has no case: the guards match case-sensitively (cheaper to compile).
+        parts.append(
+            rf"(?-i:(?<![{_HANGUL}]))(?:{alternation})(?-i:(?=[^{_HANGUL}]|$|{particles}))"
+            if guarded
+            else alternation
+        )
+    return "|".join(parts)
 
 
 def _alternatives(phrases: list[str]) -> str:
@@ -135,9 +153,7 @@ def languages() -> tuple[Language, ...]:
             if particles
             else None
         )
-        alternatives = "|".join(
-            _alternative(p, p in words, ends) for p in sorted(glosses, key=len, reverse=True)
-        )
+        alternatives = _phrase_pattern(list(glosses), words, ends)
         if table["script"] == "latin":
             pattern = re.compile(rf"(?<![\w'])(?:{alternatives})(?![\w'])", re.IGNORECASE)
         else:
