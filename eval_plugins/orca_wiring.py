@@ -15,13 +15,16 @@ imports a harness; it sets attributes of the harness's built task, so it lives i
 from __future__ import annotations
 
 import functools
+import json
+import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from eval_plugins.lm_eval import compat
 from orca_judge.errors import LlmJudgeError, OrcaMetricError
-from orca_judge.metric.judge_pass import JudgeSession, active_session
+from orca_judge.metric.judge_pass import JudgeSession, active_session, item_id
 from orca_judge.metric.payloads import (
     DEFAULT_QUESTION_FIELD,
     HIGHER_IS_BETTER,
@@ -37,6 +40,7 @@ from orca_judge.metric.settings import (
     OrcaMetricSettings,
     resolve_settings,
 )
+from orca_judge.processes import Processes
 from orca_judge.prompted.metric import FIGURES as LLM_FIGURES
 from orca_judge.prompted.metric import HIGHER_IS_BETTER as LLM_HIGHER_IS_BETTER
 from orca_judge.prompted.metric import session_judge
@@ -45,6 +49,7 @@ from orca_judge.prompted.settings import METRIC as LLM_METRIC
 from orca_judge.prompted.settings import LlmJudgeSettings
 from orca_judge.prompted.settings import resolve_settings as resolve_llm_settings
 
+logger = logging.getLogger(__name__)
 WIRED = "_orca_wired"
 LLM_WIRED = "_llm_judge_wired"
 Aggregation = Callable[[list], float]
@@ -117,11 +122,96 @@ def question_rule(settings: OrcaMetricSettings) -> str | None:
     return f"doc.{settings.question_field}"
 
 
-def feed_doc(task: Any, settings: Any, figures: Sequence[str]) -> None:
+def doc_inputs(task: Any, settings: Any, doc: Mapping[str, Any], results: list) -> dict[str, Any]:
+    """What the judge reads of one doc and its reply (the first request's filtered reply)."""
+    return judge_inputs(
+        settings,
+        reference=reference_of(task, doc),
+        candidate=results[0] if results else "",
+        doc=doc,
+        prompt=task.doc_to_text(doc) if needs_prompt(settings, doc) else None,
+    )
+
+
+def _input_key(inputs: Mapping[str, Any]) -> str:
+    return json.dumps(inputs, sort_keys=True, default=str)
+
+
+class RankShare:
+    """This process's share of a task's ORCA judging in a run of several processes.
+
+    lm-eval and lmms-eval give each process every world_size-th doc and aggregate on rank 0
+    alone, after the other processes have returned; judging in the aggregation would leave
+    them idle. So when a process collects its first doc of the task, it scores the replies of
+    all its own docs (every filter) in one batched pass, and each doc's payloads carry its
+    prediction and its doc position to rank 0, which sorts them back into doc order and
+    reuses them: the same predictions and figures as one process.
+    """
+
+    def __init__(self, task: Any, settings: OrcaMetricSettings, session: JudgeSession) -> None:
+        self._task, self._settings, self._session = task, settings, session
+        self._lock = threading.Lock()
+        self._scored: dict[str, list[tuple[int, dict[str, Any]]]] | None = None
+        self._served: dict[str, int] = {}
+
+    def lookup(self, inputs: Mapping[str, Any]) -> tuple[int | None, dict[str, Any] | None]:
+        """(doc position, prediction) of one doc's judge inputs; (None, None) when this process
+        did not judge it (rank 0's aggregation then does)."""
+        key = _input_key(inputs)
+        with self._lock:
+            if self._scored is None:
+                self._scored = self._score_own_docs()
+            found = self._scored.get(key)
+            if not found:
+                return None, None
+            # Identical docs with identical replies: hand out their positions in turn.
+            turn = self._served.get(key, 0)
+            self._served[key] = turn + 1
+            position, prediction = found[turn % len(found)]
+        # Recorded under the id one process gives it: its own, else its doc position.
+        return position, {**prediction, "id": item_id({**inputs, "index": position})}
+
+    def _score_own_docs(self) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+        by_doc: dict[int, list[Any]] = {}
+        for instance in getattr(self._task, "instances", None) or ():
+            if getattr(instance, "doc", None) is None or not isinstance(instance.doc_id, int):
+                logger.warning(
+                    "%s: this harness's requests do not hold their docs; ORCA judges on rank 0",
+                    self._task.config.task,
+                )
+                return {}
+            by_doc.setdefault(instance.doc_id, []).append(instance)
+        keyed: dict[str, list[int]] = {}
+        records: dict[str, dict[str, Any]] = {}
+        for doc_id in sorted(by_doc):
+            requests = sorted(by_doc[doc_id], key=lambda r: r.idx)
+            for filter_key in requests[0].filtered_resps:
+                results = [r.filtered_resps[filter_key] for r in requests]
+                inputs = doc_inputs(self._task, self._settings, requests[0].doc, results)
+                key = _input_key(inputs)
+                if doc_id not in keyed.setdefault(key, []):
+                    keyed[key].append(doc_id)
+                records.setdefault(key, inputs)
+        keys = list(records)
+        made = self._score([records[k] for k in keys])
+        predictions = dict(zip(keys, made, strict=True))
+        return {key: [(d, predictions[key]) for d in ids] for key, ids in keyed.items()}
+
+    def _score(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        judge = self._session.judge(self._settings)
+        records = [{**item, "id": item_id({**item, "index": i})} for i, item in enumerate(inputs)]
+        scored = judge.score(records, batch_size=self._settings.batch_size)
+        return [prediction.to_dict() for prediction in scored]
+
+
+def feed_doc(
+    task: Any, settings: Any, figures: Sequence[str], share: RankShare | None = None
+) -> None:
     """Make the task's `process_results` add the judge's inputs, one payload per figure.
 
     `settings` is the metric's settings record (the doc fields it names: `question_field`,
-    `rationale_field`, `transcript_field`, `ratings_field`, `id_field`).
+    `rationale_field`, `transcript_field`, `ratings_field`, `id_field`). With a `share` (ORCA
+    in a run of several processes) each payload also carries the doc's prediction.
     """
     original = task.process_results
     resolved = asdict(settings)
@@ -132,14 +222,15 @@ def feed_doc(task: Any, settings: Any, figures: Sequence[str]) -> None:
         out = dict(original(doc, results, *args, **kwargs))
         if compat.predict_only(task):
             return out
-        inputs = judge_inputs(
-            settings,
-            reference=reference_of(task, doc),
-            candidate=results[0] if results else "",
-            doc=doc,
-            prompt=task.doc_to_text(doc) if needs_prompt(settings, doc) else None,
+        inputs = doc_inputs(task, settings, doc, results)
+        scored = None
+        if share is not None:
+            position, scored = share.lookup(inputs)
+            if scored is not None:
+                inputs["index"] = position
+        out.update(
+            payloads(inputs, resolved, doc_aware=True, figures=figures, task=name, scored=scored)
         )
-        out.update(payloads(inputs, resolved, doc_aware=True, figures=figures, task=name))
         return out
 
     task.process_results = process_results
@@ -154,6 +245,7 @@ def wire(
     functions: Iterable[Callable] = (),
     generative: Callable[[str], bool] = lambda kind: kind == "generate_until",
     metadata_hint: str = LM_EVAL_METADATA_HINT,
+    share_docs: bool = False,
 ) -> OrcaMetricSettings | None:
     """Validate the task's orca entry, load its judge into the session, feed the judge the doc.
 
@@ -161,6 +253,8 @@ def wire(
     task config, `functions` are metric functions that also mean orca (`!function` form),
     `generative` says which output types produce replies to judge, `metadata_hint` how the
     harness's run sets metadata['orca'] (for the hint when no checkpoint is set).
+    `share_docs`: in a run of several processes each judges its own docs (`RankShare`; the
+    harness's requests must hold their docs and final replies, as lm-eval 0.4's do).
     """
     session = session or active_session() or JudgeSession()
     name = task.config.task
@@ -186,7 +280,11 @@ def wire(
     except OrcaMetricError as err:
         raise OrcaMetricError(f"{where}: {err}") from err
     figures = figures_for(settings, judge.config.likelihood)
-    feed_doc(task, settings, figures)
+    # Several processes: each judges its own docs (see RankShare); one process: the aggregation.
+    processes = Processes.current()
+    shared = share_docs and processes.distributed
+    share = RankShare(task, settings, session) if shared else None
+    feed_doc(task, settings, figures, share)
     compat.take_over_metric(task, METRIC, dict.fromkeys(figures, aggregation), HIGHER_IS_BETTER)
     # Recorded in the results' task config: which doc fields the judge reads.
     task.config.metadata = with_record(
@@ -203,6 +301,8 @@ def wire(
             "ratings": settings.ratings_field or None,
             "reference": "doc_to_target",
             "candidate": "filtered reply",
+            # How many processes judged: each its own docs when more than one.
+            "processes": processes.world_size if shared else 1,
         },
     )
     setattr(task, WIRED, True)

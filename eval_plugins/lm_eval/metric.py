@@ -88,7 +88,9 @@ def orca_entries(task: Any) -> list[Mapping[str, Any]]:
 
 def wire_task(task: Any, session: JudgeSession | None = None) -> OrcaMetricSettings | None:
     """Validate the task's orca entry, load its judge into the session, feed the judge the doc."""
-    return wire(task, session, aggregation=orca_aggregate, form=FORM, functions=(orca,))
+    return wire(
+        task, session, aggregation=orca_aggregate, form=FORM, functions=(orca,), share_docs=True
+    )
 
 
 def wire_llm_judge_task(task: Any, session: JudgeSession | None = None) -> LlmJudgeSettings | None:

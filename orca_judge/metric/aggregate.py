@@ -65,6 +65,27 @@ def check_payloads(items: Sequence[Any]) -> None:
         )
 
 
+def in_doc_order(items: Sequence[Any]) -> Sequence[Any]:
+    """The items in doc order when each carries its doc's position (a run of several processes
+    gathers them rank by rank), else as given; every figure of a site sorts them alike."""
+    indices = [item["inputs"].get("index") for item in items]
+    if not items or any(i is None for i in indices) or "scored" not in items[0]:
+        return items
+    order = sorted(range(len(items)), key=indices.__getitem__)
+    sorted_items = [items[i] for i in order]
+    return (
+        SitedValues(sorted_items, *site_of(items))
+        if isinstance(items, SitedValues)
+        else sorted_items
+    )
+
+
+def _scored(items: Sequence[Any]) -> list[Any] | None:
+    """Predictions made where the items were collected (one process of several), if any."""
+    found = [item.get("scored") for item in items]
+    return found if any(f is not None for f in found) else None
+
+
 def _pass_inputs(items: Sequence[Any]) -> list[dict[str, Any]]:
     inputs = []
     for index, item in enumerate(items):
@@ -83,6 +104,7 @@ def judge_pass(items: Sequence[Any]) -> JudgePass:
     the judge runs once per answer. Raises what the judge raised.
     """
     check_payloads(items)
+    items = in_doc_order(items)
     site_task, filter_name = site_of(items)
     task = items[0].get("task") or site_task
     session = active_session()
@@ -92,12 +114,13 @@ def judge_pass(items: Sequence[Any]) -> JudgePass:
             "inside lm-eval or lmms-eval with this package installed"
         )
     settings = resolve_settings(items[0]["settings"], where=f"task {task!r}, metric orca")
-    return session.run(settings, _pass_inputs(items), f"{task}/{filter_name}")
+    return session.run(settings, _pass_inputs(items), f"{task}/{filter_name}", _scored(items))
 
 
 def aggregate(items: Sequence[Any]) -> float:
     """Score the items of one (task, filter) once per evaluation; return the items' figure."""
     check_payloads(items)
+    items = in_doc_order(items)
     site_task, filter_name = site_of(items)
     figure = items[0][PAYLOAD_MARK]
     task = items[0].get("task") or site_task

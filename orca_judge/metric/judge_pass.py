@@ -118,13 +118,17 @@ class JudgeSession:
         """The judge for these settings, loaded once in this session."""
         from orca_judge.errors import BackboneLoadError, CheckpointError
         from orca_judge.judge import OrcaJudge
+        from orca_judge.processes import Processes
 
         key = settings.judge_key()
         if key not in self.judges:
+            # Several processes: each loads the judge on its own GPU (see orca_wiring.RankShare).
+            processes = Processes.current()
+            device = processes.device(settings.device) if processes.distributed else settings.device
             try:
                 self.judges[key] = OrcaJudge.from_pretrained(
                     settings.checkpoint,
-                    device=settings.device,
+                    device=device,
                     dtype=settings.dtype,
                     backbone=settings.backbone,
                     strict_backbone=settings.strict_backbone,
@@ -154,25 +158,38 @@ class JudgeSession:
         }
 
     def run(
-        self, settings: OrcaMetricSettings, inputs: Sequence[Mapping[str, Any]], site: str = ""
+        self,
+        settings: OrcaMetricSettings,
+        inputs: Sequence[Mapping[str, Any]],
+        site: str = "",
+        scored: Sequence[Mapping[str, Any] | None] | None = None,
     ) -> JudgePass:
-        """Score all items in one batched pass per site, i.e. (task, filter); figures reuse it."""
+        """Score all items in one batched pass per site, i.e. (task, filter); figures reuse it.
+
+        `scored` (one entry per item, or None) holds predictions another process already made
+        (`OrcaPrediction.to_dict()`, see `eval_plugins.orca_wiring.RankShare`): those items are
+        not scored again.
+        """
         key = _pass_key(asdict(settings), inputs, site)
         if key in self.failed:
             raise self.failed[key]
         if key not in self.passes:
             try:
-                self.passes[key] = self._judged(settings, inputs)
+                self.passes[key] = self._judged(settings, inputs, scored)
             except Exception as err:
                 self.failed[key] = err
                 raise
         return self.passes[key]
 
     def _judged(
-        self, settings: OrcaMetricSettings, inputs: Sequence[Mapping[str, Any]]
+        self,
+        settings: OrcaMetricSettings,
+        inputs: Sequence[Mapping[str, Any]],
+        scored: Sequence[Mapping[str, Any] | None] | None = None,
     ) -> JudgePass:
         from orca_judge.data import load_items
         from orca_judge.errors import DataError
+        from orca_judge.judge import OrcaPrediction
 
         records = [{**item, "id": item_id(item)} for item in inputs]
         if settings.ratings_field:
@@ -182,7 +199,14 @@ class JudgeSession:
             except DataError as err:
                 raise OrcaMetricError(f"ratings_field {settings.ratings_field!r}: {err}") from err
         judge = self.judge(settings)
-        predictions = judge.score(records, batch_size=settings.batch_size)
+        made = list(scored) if scored is not None else [None] * len(records)
+        todo = [i for i, done in enumerate(made) if done is None]
+        fresh = (
+            judge.score([records[i] for i in todo], batch_size=settings.batch_size) if todo else []
+        )
+        predictions = [OrcaPrediction(**done) if done is not None else None for done in made]
+        for i, prediction in zip(todo, fresh, strict=True):
+            predictions[i] = prediction
         seen = [seen_fields(judge, item) for item in inputs]
         return JudgePass(
             settings,

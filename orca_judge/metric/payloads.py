@@ -113,11 +113,18 @@ def payloads(
     doc_aware: bool,
     figures: Sequence[str] = FIGURES,
     task: str | None = None,
+    scored: Mapping[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """One value per figure for lm-eval to collect; all figures of a doc share the inputs."""
+    """One value per figure for lm-eval to collect; all figures of a doc share the inputs.
+
+    `scored` is the judge's prediction when the process that collected the doc made it (a
+    run of several processes, each judging its own docs); the aggregation then reuses it.
+    """
     shared = {"inputs": dict(inputs), "settings": dict(settings), "doc_aware": doc_aware}
     if task is not None:
         shared["task"] = task
+    if scored is not None:
+        shared["scored"] = dict(scored)
     return {name: {PAYLOAD_MARK: name, **shared} for name in figures}
 
 

@@ -6,6 +6,7 @@ The harnesses call the aggregation once per figure; a pass that fails must fail 
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 
@@ -83,3 +84,37 @@ def test_good_ratings_are_judged_in_one_pass_for_every_figure(checkpoint, scored
     assert scored == [N_ITEMS] and values["failures"] == []
     assert 0 <= values["orca"] <= 1 and not math.isnan(values["orca_rho"])
     assert len(list(tmp_path.glob("orca_rated_qa_none_*.jsonl"))) == 1
+
+
+def test_predictions_made_where_docs_were_collected_are_reused_in_doc_order(
+    checkpoint, scored, tmp_path
+):
+    """A run of several processes: each doc's payloads arrive judged, rank by rank."""
+    docs = synthetic_items(N_ITEMS, 3, "r")
+    one = aggregate_every_figure(checkpoint, docs, tmp_path / "one")
+    (one_file,) = (tmp_path / "one").glob("orca_rated_qa_none_*.jsonl")
+    entry = {"checkpoint": checkpoint, "ratings_field": "ratings", "output_dir": str(tmp_path)}
+    settings = OrcaMetricSettings(checkpoint, ratings_field="ratings")
+    inputs = [
+        judge_inputs(settings, reference=d["reference"], candidate=d["candidate"], doc=d, index=i)
+        for i, d in enumerate(docs)
+    ]
+    judge = OrcaJudge.from_pretrained(checkpoint)
+    made = [p.to_dict() for p in judge.score([{**x, "id": x["id"]} for x in inputs])]
+    figures = (*FIGURES, *AGREEMENT_FIGURES)
+    # Gathered as two processes hold them: docs 0, 2, 4 then 1, 3, 5.
+    gathered = [0, 2, 4, 1, 3, 5]
+    per_doc = [
+        payloads(inputs[i], entry, doc_aware=True, figures=figures, scored=made[i])
+        for i in gathered
+    ]
+    calls_before = len(scored)
+    with session_scope(JudgeSession()):
+        values = {
+            f: aggregate(SitedValues([p[f] for p in per_doc], "rated_qa", "none")) for f in figures
+        }
+    assert len(scored) == calls_before  # the aggregation scored nothing
+    assert values == pytest.approx({k: v for k, v in one.items() if k != "failures"}, rel=1e-6)
+    (two_file,) = tmp_path.glob("orca_rated_qa_none_*.jsonl")
+    ids = [json.loads(line)["inputs"]["id"] for line in two_file.read_text().splitlines()]
+    assert ids == [json.loads(line)["inputs"]["id"] for line in one_file.read_text().splitlines()]
