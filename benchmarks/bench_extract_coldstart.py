@@ -77,7 +77,9 @@ def main() -> int:
         if len({frozenset(c) for c in choices.values()}) != 1:
             raise SystemExit(f"{kind}: the variants read the reply differently: {choices}")
         medians = {
-            name: {key: statistics.median(t[key] for t in runs) for key in runs[0] if key != "choice"}
+            name: {
+                key: statistics.median(t[key] for t in runs) for key in runs[0] if key != "choice"
+            }
             for name, runs in times.items()
         }
         today, then = medians["today"]["total_s"], medians[f"at {commit}"]["total_s"]

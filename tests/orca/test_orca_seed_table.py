@@ -1,0 +1,83 @@
+"""benchmarks/orca_seed_table.py on the tiny Llama: runs, figures from metrics.json, resume.
+
+Two training seeds on one split of synthetic rated items, 4 steps each: the table's rows are
+the held-out figures each checkpoint's metrics.json holds, a rerun reads the finished runs
+instead of training again, and `--check` fails on a missed target.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from orca_fixtures import synthetic_items, tiny_llama_dir, write_jsonl
+
+pytestmark = pytest.mark.slow
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "orca_seed_table.py"
+
+
+def run_table(tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, str(SCRIPT), "--config", str(tmp / "tiny.yaml"), "--data-dir",
+               str(tmp / "data"), "--out", str(tmp / "runs"), "--seeds", "0", "1",
+               "--split-seeds", "3", *args]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+
+
+@pytest.fixture(scope="module")
+def tiny_recipe(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("seed_table")
+    (tmp / "data").mkdir()
+    write_jsonl(tmp / "data" / "train.jsonl", synthetic_items(48, 1, "t"))
+    write_jsonl(tmp / "data" / "dev.jsonl", synthetic_items(40, 2, "d"))
+    (tmp / "tiny.yaml").write_text(
+        f"backbone: {tiny_llama_dir()}\nlikelihood: multinomial\nlora_r: 4\nlora_alpha: 4\n"
+        "batch_size: 8\ngrad_accum: 1\nlr: 1.0e-3\nmax_steps: 4\nwarmup_steps: 1\n"
+        "eval_every: 2\npatience: 0\ntrain: train.jsonl\ndev: dev.jsonl\n"
+    )
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def first(tiny_recipe) -> dict:
+    done = run_table(tiny_recipe, "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def test_each_row_is_its_checkpoints_heldout_figures_with_time_and_memory(tiny_recipe, first):
+    rows = first["runs"]
+    assert [(r["split_seed"], r["seed"]) for r in rows] == [(3, 0), (3, 1)]
+    for row in rows:
+        folder = tiny_recipe / "runs" / f"split-3-seed-{row['seed']}"
+        heldout = json.loads((folder / "metrics.json").read_text())["heldout"]
+        assert row["items"] == heldout["items"] > 0
+        for name in ("rho", "tau", "mae_mu", "mae_var"):
+            assert row[name] == pytest.approx(heldout["raw"][name])
+        assert row["wall_s"] > 0 and row["peak_rss_mb"] > 50 and row["resumed"] is False
+    # Two seeds train two different judges (LoRA init and data order differ).
+    assert rows[0]["mae_mu"] != rows[1]["mae_mu"]
+    total = first["summary"]["all"]
+    rhos = [r["rho"] for r in rows]
+    assert total["runs"] == 2 and total["worst_rho"] == min(rhos)
+    assert total["spread_rho"] == pytest.approx(max(rhos) - min(rhos))
+    assert total["worst_mae_mu"] == max(r["mae_mu"] for r in rows)
+    assert first["summary"]["split 3"] == total
+
+
+def test_a_rerun_reads_the_finished_runs_and_check_fails_on_a_missed_target(tiny_recipe, first):
+    logs = sorted((tiny_recipe / "runs").glob("*.log"))
+    sizes = [p.stat().st_size for p in logs]
+    done = run_table(tiny_recipe, "--json", "--check", "--target-rho", "1.01")
+    assert done.returncode == 1, done.stderr
+    again = json.loads(done.stdout)
+    assert again["runs"] == first["runs"]  # read, not trained again: same figures and times
+    assert [p.stat().st_size for p in logs] == sizes
+    assert again["missed"][0].startswith("worst ρ ") and again["missed"][0].endswith("< 1.01")
+    table = run_table(tiny_recipe, "--max-spread", "1", "--target-rho", "-1", "--check")
+    assert table.returncode == 0 and "| 3 | 1 |" in table.stdout
+    assert table.stdout.strip().endswith("targets met")
