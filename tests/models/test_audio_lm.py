@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from launchers import CPU_ENV, accelerate_two_processes
 from lm_eval.api.instance import Instance
 
 from aqua_tasks.audio.clips import LazyAudio
@@ -323,22 +324,8 @@ def test_two_data_parallel_processes_give_the_same_replies_and_metrics_as_one(
 ):
     samples, metadata = single_process_run["samples"], single_process_run["metadata"]
     command = eval_command(tiny_dir, samples, metadata, tmp_path / "results")
-    launch = [
-        str(BIN / "accelerate"),
-        "launch",
-        "--multi_gpu",  # the multi-process launcher; ACCELERATE_USE_CPU makes it gloo on CPU
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "--main_process_port",
-        str(29500 + os.getpid() % 1000),
-    ]
-    env = {**run_env(tmp_path / "journal"), "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
+    launch = accelerate_two_processes(29500)
+    env = {**run_env(tmp_path / "journal"), **CPU_ENV}
     proc = subprocess.run([*launch, *command], capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]
     (results_file,) = (tmp_path / "results").rglob("results_*.json")  # rank 0 writes alone

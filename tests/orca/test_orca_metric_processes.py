@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from launchers import CPU_ENV, accelerate_two_processes
 from open_fixtures import open_judge_checkpoint
 
 from aqua_tasks.testing.tiny_audio_lm import build_tiny_audio_lm
@@ -41,25 +42,10 @@ def runs(tmp_path_factory, released_dir, released_audio_root) -> dict[str, Path]
         "HF_HUB_OFFLINE": "1",
         "HF_DATASETS_OFFLINE": "1",
         "AQUA_CACHE_DIR": str(tmp / "journal"),
-        "OMP_NUM_THREADS": "1",
     }
-    launch = [
-        str(BIN / "accelerate"),
-        "launch",
-        "--multi_gpu",  # the multi-process launcher; ACCELERATE_USE_CPU makes it gloo on CPU
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "--main_process_port",
-        str(29700 + os.getpid() % 1000),
-    ]
+    launch = accelerate_two_processes(29700)
     out = {}
-    for name, prefix, extra in (("one", [], {}), ("two", launch, {"ACCELERATE_USE_CPU": "1"})):
+    for name, prefix, extra in (("one", [], {}), ("two", launch, CPU_ENV)):
         command = [
             *prefix,
             str(BIN / "aqua-eval"),
