@@ -140,12 +140,12 @@ def _input_key(inputs: Mapping[str, Any]) -> str:
 class RankShare:
     """This process's share of a task's ORCA judging in a run of several processes.
 
-    lm-eval and lmms-eval give each process every world_size-th doc and aggregate on rank 0
-    alone, after the other processes have returned; judging in the aggregation would leave
-    them idle. So when a process collects its first doc of the task, it scores the replies of
-    all its own docs (every filter) in one batched pass, and each doc's payloads carry its
-    prediction and its doc position to rank 0, which sorts them back into doc order and
-    reuses them: the same predictions and figures as one process.
+    lm-eval gives each process every world_size-th doc and aggregates on rank 0 alone, after
+    the other processes have returned; judging in the aggregation would leave them idle. So
+    when a process collects its first doc of the task, it scores the replies of all its own
+    docs (every filter) in one batched pass, and each doc's payloads carry its prediction and
+    its doc position to rank 0, which sorts them back into doc order and reuses them: the
+    same predictions and figures as one process. If that pass fails, rank 0 judges them.
     """
 
     def __init__(self, task: Any, settings: OrcaMetricSettings, session: JudgeSession) -> None:
@@ -193,7 +193,15 @@ class RankShare:
                     keyed[key].append(doc_id)
                 records.setdefault(key, inputs)
         keys = list(records)
-        made = self._score([records[k] for k in keys])
+        try:
+            made = self._score([records[k] for k in keys])
+        except Exception as err:  # the run and its generations must survive a judge failure
+            logger.warning(
+                "%s: judging this process's docs failed (%s); ORCA judges them on rank 0",
+                self._task.config.task,
+                err,
+            )
+            return {}
         predictions = dict(zip(keys, made, strict=True))
         return {key: [(d, predictions[key]) for d in ids] for key, ids in keyed.items()}
 
