@@ -27,20 +27,6 @@ def checkpoint() -> str:
     return str(tiny_trained_checkpoint())
 
 
-@pytest.fixture
-def scored(monkeypatch) -> list[int]:
-    """How many items each call of the judge scored."""
-    calls: list[int] = []
-    original = OrcaJudge.score
-
-    def counting(self, records, *args, **kwargs):
-        calls.append(len(records))
-        return original(self, records, *args, **kwargs)
-
-    monkeypatch.setattr(OrcaJudge, "score", counting)
-    return calls
-
-
 def aggregate_every_figure(checkpoint: str, docs: list[dict], folder) -> dict[str, float]:
     """The harness's calls: one aggregation per figure, in one evaluation's judge session."""
     entry = {"checkpoint": checkpoint, "ratings_field": "ratings", "output_dir": str(folder)}

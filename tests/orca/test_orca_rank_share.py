@@ -43,15 +43,8 @@ def settings() -> OrcaMetricSettings:
     return OrcaMetricSettings(str(tiny_trained_checkpoint()), device="cpu")
 
 
-def test_each_doc_gets_its_prediction_and_position_identical_docs_in_turn(settings, monkeypatch):
-    calls: list[int] = []
-    original = OrcaJudge.score
-
-    def counting(self, records, *args, **kwargs):
-        calls.append(len(records))
-        return original(self, records, *args, **kwargs)
-
-    monkeypatch.setattr(OrcaJudge, "score", counting)
+def test_each_doc_gets_its_prediction_and_position_identical_docs_in_turn(settings, scored):
+    calls = scored
     task = built_task(DOCS)
     share = RankShare(task, settings, JudgeSession())
     got = [share.lookup(doc_inputs(task, settings, d, [d["reply"]])) for d in DOCS]
