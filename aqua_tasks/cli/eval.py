@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 parser.execute(args)
     except Exception as err:
         # Bad settings or data are the user's to fix: one line, not a traceback.
-        line = harness_refusal(err, args)
+        line = harness_refusal(err)
         if line is None:
             raise
         return fail(PROG, line)

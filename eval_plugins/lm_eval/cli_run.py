@@ -81,21 +81,14 @@ def user_errors() -> tuple[type[Exception], ...]:
     return (EvalError,)
 
 
-def harness_refusal(error: Exception, args: Any) -> str | None:
+def harness_refusal(error: Exception) -> str | None:
     """The one line for an error that is the user's to fix (ours or lm-eval's), else None."""
-    from aqua_tasks.lm_eval.task_folder import task_config_dir
-    from eval_plugins.lm_eval.compat import known_task_names
     from eval_plugins.lm_eval.harness_errors import missing_tasks_message
 
     if isinstance(error, user_errors()):
         return str(error)
     if isinstance(error, ValueError):
-        include = getattr(args, "include_path", None) or []
-        folders = [include] if isinstance(include, str) else list(include)
-        ours = str(task_config_dir())
-        return missing_tasks_message(
-            error, known_task_names() or [], [f for f in folders if str(f) != ours]
-        )
+        return missing_tasks_message(error)
     return None
 
 
@@ -183,7 +176,7 @@ def extend_run_command(run_cls: type, prog: str = "lm_eval") -> None:
             with command_line_run() as record, indexing_for(args):
                 execute(args)
         except Exception as err:
-            line = harness_refusal(err, args)
+            line = harness_refusal(err)
             if line is None:
                 raise
             sys.exit(fail(prog, line))

@@ -59,16 +59,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
-import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
-from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
 
-from eval_common.cli import fail
 from eval_common.evaluation import collecting, record
 from eval_common.harness_versions import unsupported_version
 from eval_plugins.seams import seam
@@ -80,18 +75,12 @@ HARNESS = "lm-eval"
 _INDEXES_AQUA = "_indexes_aqua_tasks"
 _FILTERS_MATCHES = "_filters_aqua_matches"
 _EXTENDED = "_aqua_extended"
-_REPORTS_JSON = "_aqua_reports_json"
 PATCH_MARK = "_orca_prepare"
-TABLE_MARK = "_aqua_as_formatted"
 # lm-eval's name for the metric table entry of --predict_only runs.
 PREDICT_ONLY_METRIC = "bypass"
 # evaluate()'s default of the argument that also switches stderr computation off (0).
 DEFAULT_BOOTSTRAP_ITERS = 100000
-# Positions of make_table's Value and Stderr columns.
-FORMATTED_COLUMNS = (6, 8)
 CACHE_DEFAULT = "_multimodal_cache_default"
-# The last TaskManager built: its task names are the "did you mean" candidates.
-_LAST_TASK_MANAGER: ContextVar[weakref.ref | None] = ContextVar("last_task_manager", default=None)
 
 IncludePath = Callable[[Any, bool], Any]
 
@@ -156,7 +145,6 @@ def index_task_folder(
             narrow = builtins.covered(_index_references(self))
         if not narrow:
             init(self, verbosity, paths, include_defaults, metadata)
-        _LAST_TASK_MANAGER.set(weakref.ref(self))
 
     setattr(__init__, _INDEXES_AQUA, True)
     task_manager_cls.__init__ = __init__
@@ -199,22 +187,6 @@ def filter_task_matches(task_manager_cls: type, choose: ChooseMatches) -> None:
     wrap_match_tasks(task_manager_cls, choose)
 
 
-@seam(HARNESS, "'did you mean' task hints", required=False)
-def known_task_names() -> list[str]:
-    """The task names the last TaskManager built knows ([] before any)."""
-    ref = _LAST_TASK_MANAGER.get()
-    manager = ref() if ref is not None else None
-    return list(getattr(manager, "all_tasks", None) or [])
-
-
-@seam(HARNESS, "naming the task files lm-eval skipped", required=False)
-def load_task_yaml(path: Any) -> Any:
-    """A task YAML read as lm-eval's indexer reads it; raises what makes the indexer skip it."""
-    from lm_eval.tasks._yaml_loader import load_yaml
-
-    return load_yaml(path, resolve_func=False, recursive=True)
-
-
 # --- command line --------------------------------------------------------------------------
 
 
@@ -239,11 +211,17 @@ def returning_simple_evaluate(replacement: Callable[..., Any]) -> Iterator[None]
     """Within: lm-eval's CLI calls `replacement` where it calls `lm_eval.simple_evaluate`."""
     import lm_eval
 
+    # A user's wrapper or a test's mock set there before stays theirs once the run is over.
+    missing = object()
+    previous = lm_eval.__dict__.get("simple_evaluate", missing)
     lm_eval.simple_evaluate = replacement
     try:
         yield
     finally:
-        del lm_eval.simple_evaluate
+        if previous is missing:
+            del lm_eval.simple_evaluate
+        else:
+            lm_eval.simple_evaluate = previous
 
 
 @seam(HARNESS, "registering our models and metric before the first evaluation", required=True)
@@ -279,31 +257,6 @@ def harness_cli(prog: str, description: str, epilog: str) -> Any:
         sub.usage = None if sub.usage is None else sub.usage.replace("lm-eval", prog, 1)
         sub.epilog = epilog if name == "run" else None
     return parser
-
-
-@seam(HARNESS, "one-line errors for broken JSON flags", required=False)
-def report_invalid_json(
-    utils_module: ModuleType, problem: Callable[[list[str]], str | None]
-) -> None:
-    """lm-eval's dict flags print `problem([flag, value])` and exit 2 on broken JSON; idempotent."""
-    action_cls = utils_module.MergeDictAction
-    call = action_cls.__call__
-    if getattr(call, _REPORTS_JSON, False):
-        return
-
-    @functools.wraps(call)
-    def __call__(self: Any, parser: Any, namespace: Any, values: Any, option_string: Any = None):
-        try:
-            return call(self, parser, namespace, values, option_string)
-        except ValueError as error:
-            first = values[0] if isinstance(values, list | tuple) and values else values
-            line = problem([str(option_string or self.dest), str(first)]) or str(error)
-            # The name the user typed (lm_eval, lm-eval or aqua-eval), as every other error says.
-            prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "lm_eval"
-            raise SystemExit(fail(prog, line)) from None
-
-    setattr(__call__, _REPORTS_JSON, True)
-    action_cls.__call__ = __call__
 
 
 # --- evaluation ----------------------------------------------------------------------------
@@ -409,52 +362,6 @@ def take_over_metric(
 
 
 # --- output --------------------------------------------------------------------------------
-
-
-def _as_formatted(writer_class: type) -> type:
-    """A pytablewriter writer class that prints the Value and Stderr cells as given."""
-    from pytablewriter.style import Style
-    from typepy import String
-
-    class AsFormatted(writer_class):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            width = max(FORMATTED_COLUMNS) + 1
-            self.type_hints = [String if i in FORMATTED_COLUMNS else None for i in range(width)]
-            self.column_styles = [
-                Style(align="right") if i in FORMATTED_COLUMNS else Style() for i in range(width)
-            ]
-
-    return AsFormatted
-
-
-@seam(HARNESS, "counts printed as integers in lm-eval's table", required=False)
-def patch_make_table() -> None:
-    """lm-eval's printed results table shows counts as integers, not as `1440.0000`.
-
-    make_table already formats floats to 4 decimals and stderrs itself; pytablewriter then
-    re-formats the whole column as numbers of one precision. The wrapper has it print the
-    cells as make_table formatted them. Idempotent.
-    """
-    from lm_eval import utils
-
-    current = utils.make_table
-    if hasattr(current, TABLE_MARK):
-        return
-
-    @functools.wraps(current)
-    def make_table(*args: Any, **kwargs: Any) -> str:
-        import pytablewriter
-
-        original = pytablewriter.MarkdownTableWriter
-        pytablewriter.MarkdownTableWriter = _as_formatted(original)
-        try:
-            return current(*args, **kwargs)
-        finally:
-            pytablewriter.MarkdownTableWriter = original
-
-    setattr(make_table, TABLE_MARK, True)
-    utils.make_table = make_table
 
 
 @seam(HARNESS, "--use_cache keys for audio requests", required=False)

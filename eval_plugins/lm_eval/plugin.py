@@ -67,8 +67,5 @@ def on_model(module: ModuleType) -> None:
 def on_cli_run(module: ModuleType) -> None:
     """lm_eval._cli.run imported: `lm_eval run` gets aqua-eval's checks, judge output and table."""
     from eval_plugins.lm_eval.cli_run import extend_run_command
-    from eval_plugins.lm_eval.compat import report_invalid_json
-    from eval_plugins.lm_eval.harness_errors import json_flag_problem
 
     extend_run_command(module.Run)
-    report_invalid_json(sys.modules["lm_eval._cli.utils"], json_flag_problem)

@@ -8,33 +8,8 @@ already (as entry points), and they are left as they are.
 
 from __future__ import annotations
 
-import logging
 from importlib.metadata import EntryPoint
 from typing import Any
-
-from eval_plugins.seams import seam
-
-# lm-eval tells every custom_dataset task how to pass --metadata, even when it was passed.
-CUSTOM_DATASET_HINT = "Custom kwargs can be passed to `--metadata`"
-
-
-class _QuietCustomDatasetHint(logging.Filter):
-    """Drops lm-eval's --metadata hint for our own tasks, which always read --metadata."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        return not (CUSTOM_DATASET_HINT in message and message.startswith(("aqua", "orca")))
-
-
-_HINT_FILTER = _QuietCustomDatasetHint()
-
-
-@seam("lm-eval", "dropping lm-eval's --metadata hint for our tasks", required=False)
-def quiet_custom_dataset_hint() -> None:
-    """lm-eval's task logger drops its `--metadata` hint for our tasks (it matches the text)."""
-    task_logger = logging.getLogger("lm_eval.api.task")
-    if _HINT_FILTER not in task_logger.filters:
-        task_logger.addFilter(_HINT_FILTER)
 
 
 def install_task_index(task_manager_cls: type) -> None:
@@ -101,7 +76,6 @@ def register_all() -> None:
         lm_eval_problem,
         patch_cache_keys,
         patch_evaluate,
-        patch_make_table,
     )
     from eval_plugins.lm_eval.metric import install
 
@@ -117,6 +91,4 @@ def register_all() -> None:
     install()
     # Pooled all-tracks rows, standard errors and counts in the results lm-eval prints and saves.
     patch_evaluate(finish=fix_results)
-    patch_make_table()
     patch_cache_keys()
-    quiet_custom_dataset_hint()

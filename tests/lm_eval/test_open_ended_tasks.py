@@ -11,6 +11,7 @@ import json
 import math
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from open_fixtures import open_judge_checkpoint
 from aqua_tasks.task.open_ended import build_open_docs
 
 pytestmark = [pytest.mark.slow, pytest.mark.shared_data]
+BIN = Path(sys.executable).parent  # console scripts of this environment, from any shell
 LIMIT = 40  # per track: 20 clips, each asked its Solvable and its IAQD question
 TRACKS = ("animal", "music", "vocal")
 
@@ -61,7 +63,7 @@ def run_open(
         **settings,
     }
     done = run_cli(
-        "lm_eval",
+        str(BIN / "lm_eval"),
         "--model",
         model,
         *(["--model_args", model_args] if model_args else []),
@@ -184,7 +186,7 @@ def run_folder(run: Path) -> Path:
 
 def test_aqua_regress_gates_open_runs_by_judge_and_by_rules(first_run, reject_run):
     done = run_cli(
-        "aqua-regress",
+        str(BIN / "aqua-regress"),
         "--baseline",
         str(run_folder(first_run)),
         "--candidate",
@@ -207,7 +209,7 @@ def test_aqua_regress_gates_open_runs_by_judge_and_by_rules(first_run, reject_ru
 
 def test_aqua_regress_refuses_runs_judged_under_another_threshold(first_run, lenient_run):
     done = run_cli(
-        "aqua-regress",
+        str(BIN / "aqua-regress"),
         "--baseline",
         str(run_folder(first_run)),
         "--candidate",
@@ -223,7 +225,7 @@ def test_aqua_regress_refuses_runs_judged_under_another_threshold(first_run, len
 
 def test_a_run_without_a_judge_stops_before_generating(tmp_path, released_dir):
     done = run_cli(
-        "lm_eval",
+        str(BIN / "lm_eval"),
         "--model",
         "aqua-always-reject",
         "--tasks",
@@ -250,7 +252,12 @@ def test_replaying_an_open_run_gives_its_figures(reject_run, tmp_path, judge, re
 def test_aqua_report_puts_the_open_row_beside_the_runs_figures(first_run, tmp_path):
     (folder,) = [p for p in first_run.iterdir() if p.is_dir()]
     done = run_cli(
-        "aqua-report", str(folder), "--out", str(tmp_path / "rep"), "--no-chart", "--json"
+        str(BIN / "aqua-report"),
+        str(folder),
+        "--out",
+        str(tmp_path / "rep"),
+        "--no-chart",
+        "--json",
     )
     assert done.returncode == 0, done.stderr
     rows = {r["track"]: r for r in json.loads(done.stdout)["open_ended"]}

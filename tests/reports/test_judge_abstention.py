@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from open_fixtures import open_judge_checkpoint
@@ -74,7 +76,7 @@ def test_the_command_measures_a_checkpoint_and_says_whether_it_is_fit(released_d
 def test_a_bad_limit_is_one_line(released_dir):
     done = subprocess.run(
         [
-            "aqua-open-judge-check",
+            str(Path(sys.executable).parent / "aqua-open-judge-check"),
             "--checkpoint",
             "x",
             "--data-dir",
