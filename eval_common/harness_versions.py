@@ -1,7 +1,8 @@
 """The harness versions this package extends: one gate for the start-up hook, aqua-eval and
 register_all, and the exact versions every patch of a harness was tested with.
 
-lm-eval: the range pyproject.toml requires (`lm-eval>=0.4.13,<0.5`); lmms-eval: the version
+lm-eval: the range pyproject.toml requires (`lm-eval>=0.4.13,<0.6`: 0.4.13 and the 0.5
+line); lmms-eval: the version
 scripts/install-lmms-eval-env.sh installs (`lmms-eval==0.7.3`). Outside the range nothing is
 done: the start-up hook logs one warning and leaves the harness as it is, `aqua-eval` and
 `register_all()` stop with the reason. Inside it, a patch of a harness internal is made only on
@@ -17,9 +18,12 @@ import re
 from importlib.metadata import PackageNotFoundError, version
 
 # harness -> (lowest supported release, first release above the range).
-SUPPORTED = {"lm-eval": ((0, 4, 13), (0, 5)), "lmms-eval": ((0, 7, 3), (0, 7, 4))}
-# harness -> the one version the end-to-end tests run against: the only one patched in full.
+SUPPORTED = {"lm-eval": ((0, 4, 13), (0, 6)), "lmms-eval": ((0, 7, 3), (0, 7, 4))}
+# harness -> the version the end-to-end tests run against: the only one patched in full.
 TESTED = {"lm-eval": "0.4.13", "lmms-eval": "0.7.3"}
+# lm-eval's next release line, run by CI's second lm-eval environment: its public scoring
+# pipeline (`lm_eval.scorers`) replaces every patch but the task folder's.
+NEXT = {"lm-eval": "0.5.0.dev1"}
 # harness -> its distribution name, for importlib.metadata.
 DISTRIBUTIONS = {"lm-eval": "lm_eval", "lmms-eval": "lmms_eval"}
 
@@ -58,9 +62,15 @@ def installed_version(harness: str) -> str | None:
         return None
 
 
-def untested_version(harness: str, version: str | None) -> str | None:
-    """Why this version of the harness is not the one every patch was tested with (None: it is)."""
-    if version == TESTED[harness]:
+def untested_version(
+    harness: str, version: str | None, tested: tuple[str, ...] | None = None
+) -> str | None:
+    """Why this version of the harness is not one a patch was tested with (None: it is).
+
+    `tested`: the versions the patch was tested with (default: the TESTED one).
+    """
+    tested = tested or (TESTED[harness],)
+    if version in tested:
         return None
     return (
         f"{harness} {version} is not the version this package was tested with ({TESTED[harness]})"

@@ -32,6 +32,7 @@ class Seam(NamedTuple):
     name: str
     does: str
     required: bool
+    tested: tuple[str, ...] = ()  # the versions it was tested on; () = the TESTED one
 
 
 # "module.function" -> its Seam, for the docs and the tests.
@@ -40,7 +41,7 @@ SEAMS: dict[str, Seam] = {}
 
 def refusal(seam: Seam, version: str | None) -> str | None:
     """The one line a required seam stops with on this version (None: it may run or skip)."""
-    why = untested_version(seam.harness, version)
+    why = untested_version(seam.harness, version, seam.tested)
     if why is None or not seam.required:
         return None
     return f"{why}, and {seam.does} cannot be left out; {install_hint(seam.harness)}"
@@ -48,17 +49,19 @@ def refusal(seam: Seam, version: str | None) -> str | None:
 
 def skip_notice(seam: Seam, version: str | None) -> str | None:
     """The one line a skippable seam is skipped with on this version (None: it runs)."""
-    why = untested_version(seam.harness, version)
+    why = untested_version(seam.harness, version, seam.tested)
     if why is None or seam.required:
         return None
     return f"aqua-bench-eval: {why}: running without {seam.does} ({install_hint(seam.harness)})"
 
 
-def seam(harness: str, does: str, *, required: bool) -> Callable[[F], F]:
-    """Declare a patch of `harness`: it runs on the tested version only (see the module doc)."""
+def seam(
+    harness: str, does: str, *, required: bool, tested: tuple[str, ...] = ()
+) -> Callable[[F], F]:
+    """Declare a patch of `harness`: it runs on the tested version(s) only (see the module doc)."""
 
     def declare(patch: F) -> F:
-        entry = Seam(harness, f"{patch.__module__}.{patch.__name__}", does, required)
+        entry = Seam(harness, f"{patch.__module__}.{patch.__name__}", does, required, tested)
         SEAMS[entry.name] = entry
         noticed: list[bool] = []  # one line per seam and process
 

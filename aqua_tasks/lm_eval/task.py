@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Mapping
 
-from lm_eval.api.task import ConfigurableTask
+try:  # lm-eval 0.5: one public task class per output type
+    from lm_eval.api.task import GenerateTask as GenerationTask
+except ImportError:  # lm-eval 0.4.13: one class for every output type
+    from lm_eval.api.task import ConfigurableTask as GenerationTask
 
 from aqua_tasks.core.scoring import FALLBACK_METRICS, as_outcome
 from aqua_tasks.errors import UncollectedOutcomesError
@@ -20,7 +24,7 @@ from aqua_tasks.task.definition import read_unparsed
 from aqua_tasks.task.open_ended import open_metric_of
 
 
-class AquaTask(ConfigurableTask):
+class AquaTask(GenerationTask):
     """A YAML-configured task whose audio input can be switched off explicitly.
 
     lm-eval 0.4.13 refuses audio tasks for models without multimodal support, and its API
@@ -33,6 +37,12 @@ class AquaTask(ConfigurableTask):
         config = prepare_task_config(
             config, config.get("metadata") or {}, audio_key="doc_to_audio", no_audio=None
         )
+        if importlib.util.find_spec("lm_eval.scorers") is not None:
+            # lm-eval 0.5 scores through its public Scorer pipeline: AQUA's one (see scorer.py).
+            from aqua_tasks.lm_eval import scorer
+
+            scorer.register()
+            config.setdefault("scorer", scorer.SCORER)
         super().__init__(config=config, **kwargs)
         # After lm-eval built the docs: a data error surfaces from its `custom_dataset` call.
         self.config.metadata = with_manifest(self.config.metadata or {}, self.config.dataset_kwargs)

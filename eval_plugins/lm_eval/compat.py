@@ -65,7 +65,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from eval_common.evaluation import collecting, record
-from eval_common.harness_versions import unsupported_version
+from eval_common.harness_versions import NEXT, TESTED, unsupported_version
 from eval_plugins.seams import seam
 from orca_judge.metric.aggregate import SitedValues
 from orca_judge.metric.judge_pass import evaluate_task_dict, judged_evaluation
@@ -101,6 +101,17 @@ Prepare = Callable[[Mapping[str, Any]], object]
 Finish = Callable[[Mapping[str, Any], dict, int], dict]
 
 
+def scoring_pipeline() -> bool:
+    """Whether the installed lm-eval scores tasks through public Scorers (the 0.5 line).
+
+    There, everything this package adds goes through lm-eval's public registries and
+    `Scorer` classes, and only the task-folder seams above are made.
+    """
+    import importlib.util
+
+    return importlib.util.find_spec("lm_eval.scorers") is not None
+
+
 def lm_eval_problem() -> str | None:
     """Why the installed lm-eval cannot be extended at all (None: a version in the range)."""
     import lm_eval
@@ -116,6 +127,7 @@ def lm_eval_problem() -> str | None:
     "the AQUA tasks in every TaskManager (pass --include_path), and AQUA-only runs indexed "
     "without lm-eval's built-in tasks",
     required=False,
+    tested=(TESTED[HARNESS], NEXT[HARNESS]),
 )
 def index_task_folder(
     task_manager_cls: type, folders: IncludePath, builtins: BuiltinsNeeded | None = None
@@ -181,7 +193,12 @@ def wrap_match_tasks(task_manager_cls: type, choose: ChooseMatches) -> None:
     task_manager_cls.match_tasks = match_tasks
 
 
-@seam(HARNESS, "leaving unbuilt tracks out of --tasks globs", required=False)
+@seam(
+    HARNESS,
+    "leaving unbuilt tracks out of --tasks globs",
+    required=False,
+    tested=(TESTED[HARNESS], NEXT[HARNESS]),
+)
 def filter_task_matches(task_manager_cls: type, choose: ChooseMatches) -> None:
     """`TaskManager.match_tasks` keeps only what `choose` keeps of its matches; idempotent."""
     wrap_match_tasks(task_manager_cls, choose)

@@ -59,13 +59,16 @@ def on_evaluator(module: ModuleType) -> None:
 
 def on_model(module: ModuleType) -> None:
     """lm_eval.api.model imported: `--use_cache` keys accept audio (CachingLM, any caller)."""
-    from eval_plugins.lm_eval.compat import patch_cache_keys
+    from eval_plugins.lm_eval.compat import patch_cache_keys, scoring_pipeline
 
-    patch_cache_keys()
+    if not scoring_pipeline():
+        patch_cache_keys()
 
 
 def on_cli_run(module: ModuleType) -> None:
     """lm_eval._cli.run imported: `lm_eval run` gets aqua-eval's checks, judge output and table."""
     from eval_plugins.lm_eval.cli_run import extend_run_command
+    from eval_plugins.lm_eval.compat import scoring_pipeline
 
-    extend_run_command(module.Run)
+    if not scoring_pipeline():
+        extend_run_command(module.Run)

@@ -13,15 +13,15 @@ from typing import Any
 
 
 def install_task_index(task_manager_cls: type) -> None:
-    """lm-eval's TaskManager also indexes the AQUA task folder, and skips lm-eval's built-in
-    tasks in a command-line run that needs none of them; idempotent."""
+    """lm-eval's TaskManager also indexes the AQUA task folder, and (lm-eval 0.4.13) skips
+    lm-eval's built-in tasks in a command-line run that needs none of them; idempotent."""
     from aqua_tasks.lm_eval.task_folder import with_task_folder
     from aqua_tasks.lm_eval.task_index import covers_run, may_skip_defaults
-    from eval_plugins.lm_eval.compat import BuiltinsNeeded, index_task_folder
+    from eval_plugins.lm_eval.compat import BuiltinsNeeded, index_task_folder, scoring_pipeline
 
-    index_task_folder(
-        task_manager_cls, with_task_folder, BuiltinsNeeded(may_skip_defaults, covers_run)
-    )
+    # lm-eval 0.5 keeps its index in other structures: there the full index is built.
+    builtins = None if scoring_pipeline() else BuiltinsNeeded(may_skip_defaults, covers_run)
+    index_task_folder(task_manager_cls, with_task_folder, builtins)
 
 
 def install_task_matching(task_manager_cls: type) -> None:
@@ -70,14 +70,7 @@ def register_all() -> None:
     """
     from lm_eval.tasks import TaskManager
 
-    from aqua_tasks.lm_eval.task import fix_results
-    from eval_plugins.lm_eval.compat import (
-        fill_registries,
-        lm_eval_problem,
-        patch_cache_keys,
-        patch_evaluate,
-    )
-    from eval_plugins.lm_eval.metric import install
+    from eval_plugins.lm_eval.compat import fill_registries, lm_eval_problem, scoring_pipeline
 
     problem = lm_eval_problem()
     if problem:
@@ -87,6 +80,15 @@ def register_all() -> None:
     fill_registries()
     install_task_matching(TaskManager)
     register_models()
+    if scoring_pipeline():
+        from aqua_tasks.lm_eval import scorer
+
+        scorer.register()
+        return
+    from aqua_tasks.lm_eval.task import fix_results
+    from eval_plugins.lm_eval.compat import patch_cache_keys, patch_evaluate
+    from eval_plugins.lm_eval.metric import install
+
     # Metric `orca`, and its settings checked and judge loaded before any generation.
     install()
     # Pooled all-tracks rows, standard errors and counts in the results lm-eval prints and saves.
