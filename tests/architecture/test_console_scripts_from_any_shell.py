@@ -47,7 +47,7 @@ def test_no_test_starts_a_console_script_from_path():
     scripts = console_scripts()
     offenders = [
         f"{path.relative_to(ROOT)}:{line}"
-        for folder in ("tests", "tests_lmms")
+        for folder in ("tests", "tests_lmms", "tests_lm_eval_next")
         for path in sorted((ROOT / folder).rglob("*.py"))
         for line in bare_script_calls(path.read_text(), scripts)
     ]

@@ -92,7 +92,7 @@ def test_a_clone_without_the_data_skips_what_needs_it_and_ci_fails_it(tmp_path, 
 def test_only_tests_shared_data_py_says_where_the_data_is():
     """A test finding the data itself would neither skip without it nor fail in CI."""
     found = []
-    for folder in ("tests", "tests_lmms"):
+    for folder in ("tests", "tests_lmms", "tests_lm_eval_next"):
         for path in sorted((REPO / folder).rglob("*.py")):
             if path.name in ("shared_data.py", Path(__file__).name):
                 continue

@@ -43,11 +43,11 @@ def test_every_lm_eval_the_range_allows_is_extended(version):
     assert unsupported_version("lm-eval", version) is None
 
 
-@pytest.mark.parametrize("version", ["0.4.12", "0.5.0", "", None])
+@pytest.mark.parametrize("version", ["0.4.12", "0.6.0", "", None])
 def test_an_lm_eval_outside_the_range_is_refused_with_the_range_named(version):
     assert unsupported_version("lm-eval", version) == (
         f"lm-eval {version} is not a version this package supports "
-        "(>=0.4.13,<0.5, tested with 0.4.13)"
+        "(>=0.4.13,<0.6, tested with 0.4.13)"
     )
 
 

@@ -249,7 +249,7 @@ def test_unsupported_lm_eval_version_is_a_no_op_with_one_warning(monkeypatch, ca
     from eval_plugins.lm_eval import plugin as lm_eval_plugin
 
     called = []
-    monkeypatch.setattr(lm_eval, "__version__", "0.5.0")
+    monkeypatch.setattr(lm_eval, "__version__", "0.6.0")
     for action in TRIGGERS.values():
         monkeypatch.setattr(lm_eval_plugin, action, called.append)
     hook = LmEvalImportHook()
@@ -259,7 +259,7 @@ def test_unsupported_lm_eval_version_is_a_no_op_with_one_warning(monkeypatch, ca
     assert called == [] and not hook.pending
     (warning,) = [r.getMessage() for r in caplog.records if HOOK_OFF in r.getMessage()]
     assert (
-        "lm-eval 0.5.0 is not a version this package supports (>=0.4.13,<0.5, tested with 0.4.13)"
+        "lm-eval 0.6.0 is not a version this package supports (>=0.4.13,<0.6, tested with 0.4.13)"
         in warning
     )
 
