@@ -43,28 +43,29 @@ def command_line_run() -> Iterator[CliRun]:
     if active is not None:
         yield active
         return
-    from lm_eval import evaluator
-
     from eval_common.evaluation import tracker_output_folder
     from eval_plugins.lm_eval.compat import returning_simple_evaluate
     from orca_judge.metric.judge_pass import JudgeSession, session_scope
 
     record = CliRun()
 
-    def evaluate_and_keep(*args: Any, **kwargs: Any) -> dict | None:
-        # Per-item judge results go where lm-eval's tracker writes the samples; each
-        # evaluation inside gets its own judge session, sharing this folder and failure log.
-        folder = tracker_output_folder(kwargs.get("evaluation_tracker"))
-        with session_scope(JudgeSession(output_folder=folder, failures=record.failures)):
-            results = evaluator.simple_evaluate(*args, **kwargs)
-        if results is not None:
-            record.results.append(results)
-        return results
+    def keeping(simple_evaluate: Callable[..., Any]) -> Callable[..., Any]:
+        def evaluate_and_keep(*args: Any, **kwargs: Any) -> dict | None:
+            # Per-item judge results go where lm-eval's tracker writes the samples; each
+            # evaluation inside gets its own judge session, sharing this folder and failure log.
+            folder = tracker_output_folder(kwargs.get("evaluation_tracker"))
+            with session_scope(JudgeSession(output_folder=folder, failures=record.failures)):
+                results = simple_evaluate(*args, **kwargs)
+            if isinstance(results, dict):
+                record.results.append(results)
+            return results
+
+        return evaluate_and_keep
 
     # lm-eval's CLI never returns the results: it calls this instead, which keeps them.
     token = _ACTIVE.set(record)
     try:
-        with returning_simple_evaluate(evaluate_and_keep):
+        with returning_simple_evaluate(keeping):
             yield record
     finally:
         _ACTIVE.reset(token)

@@ -1,38 +1,38 @@
 """Every place this plugin relies on lm-evaluation-harness internals: one module, one gate.
 
-lm-eval has no hook for a plugin's task folder, for its command-line run, for the results its
-CLI computes, for the start of an evaluation or for the task and filter of an aggregation's
-values; this module gets them from internals of lm-eval 0.4.13, for both packages (AQUA's
-tasks and models, ORCA's metric). Each patch is a seam (`eval_plugins.seams`): applied on the
-tested version only, skipped with one line on another release where lm-eval runs correctly
-without it, refused with one line where it does not. `required` below says which.
+lm-eval 0.4.13 has no hook for a plugin's task folder, for its command-line run, for the
+results its CLI computes, for the start of an evaluation or for the task and filter of an
+aggregation's values; this module gets them from its internals, for both packages (AQUA's tasks
+and models, ORCA's metric). Each patch is a seam (`eval_plugins.seams`): applied on the versions
+it was tested with only, skipped with one line on another release where lm-eval runs correctly
+without it, refused with one line where it does not. `required` below says which; each one's
+docstring, and docs/architecture.md, say what breaks without it.
 
-Task folder and `--tasks` (skippable):
+lm-eval's 0.5 line (`scoring_pipeline()`) scores tasks through public `Scorer` classes: there
+AQUA's scorer (`aqua_tasks.lm_eval.scorer`) and lazy registrations replace every patch but
+the two task-folder seams, which are tested on both lines.
+
+Task folder and `--tasks` (skippable; 0.4.13 and 0.5.0.dev1):
 - `index_task_folder`: wraps `TaskManager.__init__(self, verbosity, include_path,
   include_defaults, metadata)` (those parameters, in that order) so that every TaskManager
-  also indexes the AQUA task folder, and records the last one built (`known_task_names`);
-  in a run that may do without lm-eval's built-in tasks it first builds the index without
-  them, reads its `task_index` entries (`kind.name`, a group's `cfg["task"]`, a tag's `tags`)
-  and builds the full one only where that index lacks something the run needs;
+  also indexes the AQUA task folder; on 0.4.13, in a run that may do without lm-eval's built-in
+  tasks it first builds the index without them, reads its `task_index` entries (`kind.name`, a
+  group's `cfg["task"]`, a tag's `tags`) and builds the full one only where that index lacks
+  something the run needs;
 - `filter_task_matches`: wraps `TaskManager.match_tasks(self, task_list)`, which lm-eval's
-  CLI calls once per `--tasks` entry, and reads the TaskManager's `metadata` (`--metadata`);
-- `known_task_names`: the `all_tasks` of the last TaskManager built, for "did you mean";
-- `load_task_yaml`: `lm_eval.tasks._yaml_loader.load_yaml(path, resolve_func=False,
-  recursive=True)`, the call lm-eval's task indexer makes (it skips a file it raises on).
+  CLI calls once per `--tasks` entry, and reads the TaskManager's `metadata` (`--metadata`).
 
-Command line:
+Command line (0.4.13):
 - `patch_run_command` (skippable): wraps the static `Run._execute(args)` of `lm_eval._cli.run`;
 - `returning_simple_evaluate` (required): lm-eval's CLI calls `lm_eval.simple_evaluate`,
   resolved through the package's lazy `__getattr__`, and drops its results; an attribute of
-  the package shadows it for the duration of a run;
+  the package shadows it for the duration of a run, and whatever was there before is put back;
 - `before_first_simple_evaluate` (required): `lm_eval.evaluator.simple_evaluate`, looked up at
   call time, runs a step first;
 - `harness_cli` (required): `HarnessCLI` of `lm_eval._cli`; its argparse parser is the private
-  `_parser`, its subcommands' parsers the `choices` of its private `_subparsers`;
-- `report_invalid_json` (skippable): wraps `lm_eval._cli.utils.MergeDictAction.__call__`, which
-  raises a bare ValueError for a `--metadata` / `--model_args` value that is broken JSON.
+  `_parser`, its subcommands' parsers the `choices` of its private `_subparsers`.
 
-Evaluation (required):
+Evaluation (required, 0.4.13):
 - `patch_evaluate`: wraps `lm_eval.evaluator.evaluate` (which `simple_evaluate` looks up at
   call time) so each evaluation runs in its own judge session, after an optional step that sees
   the built tasks before any request is made, followed by an optional step that fixes up the
@@ -44,15 +44,12 @@ Evaluation (required):
 - `predict_only`, `take_over_metric`: the private per-task tables `_metric_fn_list`,
   `_metric_fn_kwargs`, `_aggregation_list` and `_higher_is_better`.
 
-Output (skippable):
-- `patch_make_table`: `lm_eval.utils.make_table` (looked up at call time by the CLI) builds its
-  Markdown with pytablewriter, which re-formats a column of numbers to one precision;
+Requests (skippable, 0.4.13):
 - `patch_cache_keys`: `lm_eval.api.model._multimodal_cache_default`, the JSON fallback of
   `--use_cache` keys, knows bytes and images only; audio becomes a digest of its content.
 
 Which versions: `eval_common.harness_versions` (the range pyproject.toml requires,
-`lm-eval>=0.4.13,<0.5`; every seam in full on 0.4.13 only). A new lm-eval version is supported
-by changing this module and that gate only.
+`lm-eval>=0.4.13,<0.6`; TESTED and NEXT name the releases the seams were tested on).
 """
 
 from __future__ import annotations
@@ -224,14 +221,19 @@ def patch_run_command(run_cls: type, around: Around) -> None:
 
 @seam(HARNESS, "the results of lm-eval's command line (judge failures, table)", required=True)
 @contextmanager
-def returning_simple_evaluate(replacement: Callable[..., Any]) -> Iterator[None]:
-    """Within: lm-eval's CLI calls `replacement` where it calls `lm_eval.simple_evaluate`."""
+def returning_simple_evaluate(
+    wrap: Callable[[Callable[..., Any]], Callable[..., Any]],
+) -> Iterator[None]:
+    """Within: lm-eval's CLI calls `wrap(current)` where it calls `lm_eval.simple_evaluate`.
+
+    `current` is what the CLI would have called: lm-eval's own function, or a wrapper or test
+    mock a user set on the package before; that attribute is put back afterwards.
+    """
     import lm_eval
 
-    # A user's wrapper or a test's mock set there before stays theirs once the run is over.
     missing = object()
     previous = lm_eval.__dict__.get("simple_evaluate", missing)
-    lm_eval.simple_evaluate = replacement
+    lm_eval.simple_evaluate = wrap(lm_eval.simple_evaluate)
     try:
         yield
     finally:

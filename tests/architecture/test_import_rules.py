@@ -1,6 +1,6 @@
 """The layout's rules, read from the imports and the source of every package module.
 
-Each rule is in the README's "Architecture" table; a change that breaks one fails here with
+Each rule is in docs/architecture.md's table; a change that breaks one fails here with
 the module and the line that broke it.
 """
 
@@ -161,7 +161,7 @@ def test_the_task_definition_imports_no_harness_and_no_adapter():
     assert not violations(rule)
 
 
-# The README's "Architecture" table: room -> the rooms of ours it may import (besides itself
+# docs/architecture.md's table: room -> the rooms of ours it may import (besides itself
 # and the top level of its own package). Libraries are checked by the rules above.
 ROOM_MAY_IMPORT = {
     "aqua_tasks.core": {"eval_common"},
