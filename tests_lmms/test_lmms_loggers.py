@@ -40,7 +40,6 @@ def logged_run(tmp_path_factory, orca_human_dev) -> dict:
     wandb_dir = root / "wandb"
     env = {
         "ORCA_CHECKPOINT": str(tiny_trained_checkpoint()),
-        "ORCA_DEVICE": "cpu",
         # A nightly job's Hub token: with pushing off, the tracker must not use it.
         "HF_TOKEN": "hf_not_a_real_token",
         "WANDB_MODE": "offline",

@@ -49,7 +49,6 @@ def run_lmms_eval(task_dir: Path, out: Path, checkpoint: str) -> subprocess.Comp
     env = {
         **{k: v for k, v in os.environ.items() if k != ENV_SWITCH},
         "ORCA_CHECKPOINT": checkpoint,
-        "ORCA_DEVICE": "cpu",
     }
     cmd = [
         LMMS_EVAL, "--model", "orca-replay", "--model_args", f"path={task_dir / 'items.jsonl'}",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -159,7 +158,7 @@ def report_failure(
     site = f"{task}/{filter_name}"
     if site in session.pending:
         return math.nan
-    folder = session.folder(settings.get("output_dir") or os.environ.get("ORCA_OUTPUT_DIR"))
+    folder = session.folder(settings.get("output_dir"))
     folder = folder or Path(tempfile.mkdtemp(prefix="orca-pending-"))
     path = write_pending(folder, task, filter_name, inputs)
     session.pending[site] = path

@@ -218,7 +218,7 @@ class JudgeSession:
         )
 
     def folder(self, setting: str | None) -> Path | None:
-        """Folder for per-item results: the setting (or ORCA_OUTPUT_DIR), else the session's."""
+        """Folder for per-item results: the setting, else the session's."""
         return Path(setting) if setting else self.output_folder()
 
     def record_failure(self, message: str) -> bool:

@@ -75,7 +75,7 @@ def write_per_item(
     if folder is None:
         logger.warning(
             "%s/%s: orca judged %d items in one pass (%s); per-item results not written: no "
-            "output folder (set output_dir: or ORCA_OUTPUT_DIR, or run aqua-eval --output_path)",
+            "output folder (set output_dir: on the entry, or run with --output_path)",
             task,
             filter_name,
             len(judged.inputs),

@@ -1,4 +1,8 @@
-"""Settings of one `- metric: orca` entry: from the entry, task metadata and ORCA_* variables."""
+"""Settings of one `- metric: orca` entry: from the entry, then task metadata (`--metadata`).
+
+The one environment variable read is ORCA_CHECKPOINT, the judge a whole run uses where
+neither names one.
+"""
 
 from __future__ import annotations
 
@@ -11,14 +15,15 @@ from eval_common.cli import parse_bool
 from orca_judge.errors import OrcaMetricError
 
 METRIC = "orca"
-ENV_PREFIX = "ORCA_"
+# The judge of every orca entry that names none (as an entry or --metadata would).
+CHECKPOINT_ENV = "ORCA_CHECKPOINT"
 # Keys of a metric_list entry that belong to lm-eval, not to the judge.
 HARNESS_KEYS = frozenset({"metric", "aggregation", "higher_is_better", "hf_evaluate"})
 
 
 @dataclass(frozen=True)
 class OrcaMetricSettings:
-    """Settings of one `- metric: orca` entry (also ORCA_<NAME> environment variables)."""
+    """Settings of one `- metric: orca` entry."""
 
     checkpoint: str
     device: str | None = None  # default: cuda if available, else cpu
@@ -97,7 +102,7 @@ def resolve_settings(
     where: str = "metric orca",
     metadata_hint: str = LM_EVAL_METADATA_HINT,
 ) -> OrcaMetricSettings:
-    """Settings from the entry, then metadata['orca'], then ORCA_* variables; validated.
+    """Settings from the entry, then metadata['orca'] (the checkpoint also ORCA_CHECKPOINT).
 
     `metadata_hint` says how the running harness sets metadata['orca'] (hints name it).
     """
@@ -111,15 +116,16 @@ def resolve_settings(
         )
     values: dict[str, Any] = {}
     for name in SETTING_NAMES:
-        env_value = environ.get(ENV_PREFIX + name.upper())
-        for source in (entry, from_metadata, {name: env_value} if env_value else {}):
+        for source in (entry, from_metadata):
             if source.get(name) is not None:
                 values[name] = source[name]
                 break
+    if not values.get("checkpoint") and environ.get(CHECKPOINT_ENV):
+        values["checkpoint"] = environ[CHECKPOINT_ENV]
     if not values.get("checkpoint"):
         raise OrcaMetricError(
             f"{where}: no judge checkpoint; set `checkpoint:` on the metric entry, "
-            f"{metadata_hint} or ORCA_CHECKPOINT"
+            f"{metadata_hint} or {CHECKPOINT_ENV}"
         )
     for name in ("clamp", "strict_backbone"):
         if name in values:

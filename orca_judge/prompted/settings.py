@@ -1,15 +1,14 @@
 """Settings of a prompted judge: one typed record for `metric: llm_judge` and the commands.
 
 Read from a metric entry, then the task's `metadata: {llm_judge: {...}}` (lm-eval's
-`--metadata`), then `LLM_JUDGE_<NAME>` environment variables; or from `key=value,...`
-strings on the command line. Unknown names are errors; the API key itself is never a
-setting, only the name of the variable that holds it (`api_key_env`).
+`--metadata`); or from `key=value,...` strings on the command line. Unknown names are
+errors; the API key itself is never a setting, only the name of the variable that holds it
+(`api_key_env`).
 """
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -18,7 +17,6 @@ from eval_common.cli import parse_bool
 from orca_judge.errors import LlmJudgeError
 
 METRIC = "llm_judge"
-ENV_PREFIX = "LLM_JUDGE_"
 BACKENDS = ("openai", "hf")
 HARNESS_KEYS = frozenset({"metric", "aggregation", "higher_is_better", "hf_evaluate"})
 LM_EVAL_METADATA_HINT = '--metadata \'{"llm_judge": {"base_url": ..., "model": ...}}\''
@@ -128,12 +126,10 @@ def build_settings(values: Mapping[str, Any], where: str, hint: str = "") -> Llm
 def resolve_settings(
     entry: Mapping[str, Any],
     metadata: Mapping[str, Any] | None = None,
-    environ: Mapping[str, str] | None = None,
     where: str = "metric llm_judge",
     metadata_hint: str = LM_EVAL_METADATA_HINT,
 ) -> LlmJudgeSettings:
-    """Settings from the entry, then metadata['llm_judge'], then LLM_JUDGE_* variables."""
-    environ = os.environ if environ is None else environ
+    """Settings from the entry, then metadata['llm_judge']."""
     own = {k: v for k, v in entry.items() if k not in HARNESS_KEYS}
     from_metadata = dict((metadata or {}).get(METRIC) or {})
     unknown = sorted(set(own) - set(SETTING_NAMES))
@@ -144,12 +140,11 @@ def resolve_settings(
         )
     values: dict[str, Any] = {}
     for name in SETTING_NAMES:
-        env_value = environ.get(ENV_PREFIX + name.upper())
-        for source in (own, from_metadata, {name: env_value} if env_value else {}):
+        for source in (own, from_metadata):
             if source.get(name) is not None:
                 values[name] = source[name]
                 break
-    return build_settings(values, where, f" on the metric entry, {metadata_hint} or {ENV_PREFIX}*")
+    return build_settings(values, where, f" on the metric entry or {metadata_hint}")
 
 
 def parse_spec(spec: str, where: str) -> dict[str, str]:

@@ -76,17 +76,16 @@ def test_a_reply_with_extra_keys_or_a_code_fence_is_read_and_others_are_refused(
         assert read.rating is None and problem in read.problem
 
 
-def test_settings_come_from_entry_then_metadata_then_environment_and_typos_are_errors():
+def test_settings_come_from_entry_then_metadata_and_typos_are_errors():
     got = resolve_settings(
-        {"metric": "llm_judge", "model": "m"},
+        {"metric": "llm_judge", "model": "m", "max_attempts": 2},
         {"llm_judge": {"base_url": "http://x/v1/chat/completions", "model": "other"}},
-        {"LLM_JUDGE_MAX_ATTEMPTS": "2"},
     )
     assert (got.model, got.base_url, got.max_attempts) == ("m", "http://x/v1/chat/completions", 2)
     with pytest.raises(LlmJudgeError, match=r"unknown setting.*modle"):
-        resolve_settings({"modle": "m"}, environ={})
+        resolve_settings({"modle": "m"})
     with pytest.raises(LlmJudgeError, match="no base_url"):
-        resolve_settings({"model": "m"}, environ={})
+        resolve_settings({"model": "m"})
     with pytest.raises(LlmJudgeError, match="max_attempts='0'"):
         build_settings({"model": "m", "base_url": "u", "max_attempts": "0"}, "t")
 

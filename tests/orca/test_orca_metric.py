@@ -90,6 +90,11 @@ def work(tmp_path_factory) -> dict:
     ):
         (root / folder).mkdir(exist_ok=True)
         text = THIRD_PARTY_YAML.format(name=name, data=qa, metric=metric, checkpoint=judge)
+        if folder == "plain":  # no run wrapper: the entry names where per-item files go
+            text = text.replace(
+                f"checkpoint: {judge}\n",
+                f"checkpoint: {judge}\n    output_dir: {root / 'plain_items'}\n",
+            )
         (root / folder / f"{name}.yaml").write_text(text)
     human = write_jsonl(root / "human.jsonl", synthetic_items(16, 7, "h"))
     return {"root": root, "judge": judge, "qa": qa, "human": human}
@@ -120,7 +125,7 @@ def runs(work) -> dict[str, subprocess.CompletedProcess]:
             [BIN / "lm_eval", "--model", "dummy", "--tasks", "tiny_qa_plain",
              "--include_path", root / "plain", "--output_path", root / "plain_run"],
             # The start-up hook off: plain lm-eval as it is, the metric through !function only.
-            {"ORCA_OUTPUT_DIR": str(root / "plain_items"), "AQUA_LM_EVAL_HOOK": "0"},
+            {"AQUA_LM_EVAL_HOOK": "0"},
         ),
         "human": ([BIN / "aqua-eval", *human_args, "--output_path", root / "human"], {}),
         "predict": (
@@ -150,11 +155,13 @@ def _ok(proc: subprocess.CompletedProcess) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
-def test_settings_come_from_entry_then_metadata_then_environment():
+def test_settings_come_from_entry_then_metadata_and_only_the_checkpoint_from_environment():
+    # Per-field variables are no settings: only ORCA_CHECKPOINT is read.
     env = {"ORCA_CHECKPOINT": "env-ckpt", "ORCA_BATCH_SIZE": "4", "ORCA_CLAMP": "off"}
     meta = {"orca": {"checkpoint": "meta-ckpt", "device": "cpu"}}
-    s = resolve_settings({"metric": "orca", "checkpoint": "entry-ckpt"}, meta, env)
-    assert (s.checkpoint, s.device, s.batch_size, s.clamp) == ("entry-ckpt", "cpu", 4, False)
+    s = resolve_settings({"metric": "orca", "checkpoint": "entry-ckpt", "clamp": "off"}, meta, env)
+    assert (s.checkpoint, s.device, s.batch_size, s.clamp) == ("entry-ckpt", "cpu", None, False)
+    assert resolve_settings({}, meta, env).clamp is True
     assert resolve_settings({}, meta, env).checkpoint == "meta-ckpt"
     assert resolve_settings({}, None, env).checkpoint == "env-ckpt"
     with pytest.raises(OrcaMetricError, match="no judge checkpoint"):
