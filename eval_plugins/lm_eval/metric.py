@@ -23,6 +23,7 @@ from eval_common.evaluation import built_tasks
 from eval_plugins.lm_eval import compat
 from eval_plugins.orca_wiring import orca_entries as entries_of
 from eval_plugins.orca_wiring import wire, wire_llm_judge
+from orca_judge.errors import LlmJudgeError
 from orca_judge.metric.aggregate import aggregate, doc_less_payloads
 from orca_judge.metric.judge_pass import JudgeSession, active_session
 from orca_judge.metric.settings import METRIC, OrcaMetricSettings
@@ -59,6 +60,18 @@ def llm_judge_aggregate(items: Sequence[Any]) -> float:
     return prompted.aggregate(items)
 
 
+def lm_eval_has_own_llm_judge() -> bool:
+    """Whether lm-eval itself holds a metric named `llm_judge` (one was proposed upstream).
+
+    Built-in names win over a plugin's: ours is then not registered under that name, and a
+    task naming it is refused (`wire_llm_judge_task`) rather than judged by either silently.
+    """
+    from lm_eval.api.registry import metric_registry
+
+    current = metric_registry.get(LLM_METRIC, None)
+    return current is not None and current is not llm_judge
+
+
 def register() -> None:
     """Register metrics and aggregations `orca` and `llm_judge` with lm-eval, and scope judge
     sessions; idempotent."""
@@ -74,10 +87,13 @@ def register() -> None:
         register_aggregation(METRIC)(orca_aggregate)
     if metric_registry.get(METRIC, None) is not orca:
         register_metric(metric=METRIC, higher_is_better=True, aggregation=METRIC)(orca)
-    if aggregation_registry.get(LLM_METRIC, None) is not llm_judge_aggregate:
-        register_aggregation(LLM_METRIC)(llm_judge_aggregate)
-    if metric_registry.get(LLM_METRIC, None) is not llm_judge:
-        register_metric(metric=LLM_METRIC, higher_is_better=True, aggregation=LLM_METRIC)(llm_judge)
+    if not lm_eval_has_own_llm_judge():
+        if aggregation_registry.get(LLM_METRIC, None) is not llm_judge_aggregate:
+            register_aggregation(LLM_METRIC)(llm_judge_aggregate)
+        if metric_registry.get(LLM_METRIC, None) is not llm_judge:
+            register_metric(metric=LLM_METRIC, higher_is_better=True, aggregation=LLM_METRIC)(
+                llm_judge
+            )
     compat.patch_evaluate()
 
 
@@ -95,6 +111,14 @@ def wire_task(task: Any, session: JudgeSession | None = None) -> OrcaMetricSetti
 
 def wire_llm_judge_task(task: Any, session: JudgeSession | None = None) -> LlmJudgeSettings | None:
     """Validate the task's llm_judge entry, make its judge, feed the judge the doc."""
+    named = [e for e in task.config.metric_list or [] if e.get("metric") == LLM_METRIC]
+    if named and lm_eval_has_own_llm_judge():
+        raise LlmJudgeError(
+            f"task {task.config.task!r}: metric llm_judge is both lm-eval's own metric and this "
+            "package's prompted judge; choose one: `metric: !function "
+            "eval_plugins.lm_eval.metric.llm_judge` for this package's, or AQUA_LM_EVAL_HOOK=0 "
+            "for lm-eval's"
+        )
     return wire_llm_judge(
         task, session, aggregation=llm_judge_aggregate, form=FORM, functions=(llm_judge,)
     )
