@@ -1,6 +1,6 @@
 """`openai-audio-chat` wall time at num_concurrent=1 vs 8 against a local server with latency.
 
-The server (`aqua_tasks.testing.chat_stub`, HTTP/1.1 keep-alive) runs in a process of its
+The server (`support.chat_stub`, HTTP/1.1 keep-alive) runs in a process of its
 own, as a model server does, so its work does not compete with the client's; it decodes
 and checks every clip and answers after a fixed delay, standing in for a model server's
 per-request latency. The client's reply cache is off so every request is sent. As in an
@@ -21,6 +21,7 @@ import argparse
 import json
 import multiprocessing
 import statistics
+import sys
 import tempfile
 import time
 from multiprocessing.connection import Connection
@@ -32,7 +33,10 @@ from lm_eval.api.instance import Instance
 
 from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
-from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
+
+# The local chat stub is a test helper (tests/support/), not part of the installed package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support.chat_stub import StubConfig, start_stub, stub_url
 
 CONCURRENT = 8
 

@@ -3,7 +3,7 @@
 Builds, from the released Animal items, replies of kinds `aqua-rules` leaves unparsed —
 short leans (`Maybe a dog.`), hedges between two options, `I don't know`, capability
 refusals, chatter — keeps those the rules indeed leave unparsed, and reads them with the
-fallback against the local stand-in reader (`aqua_tasks.testing.chat_stub.stand_in_reading`,
+fallback against the local stand-in reader (`support.chat_stub.stand_in_reading`,
 a word matcher, not a model). It prints, per kind, how many the fallback read into an answer,
 how many of those chose the gold option, and requests and seconds; a second pass shows the
 cache. A real model's figures need a real endpoint: pass `--base-url` and `--model`.
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -30,7 +31,10 @@ from aqua_tasks.core.data import load_items
 from aqua_tasks.core.extract import extract
 from aqua_tasks.core.extract.fallback import apply_reading, is_fallback_read, needs_fallback
 from aqua_tasks.task.fallback import FallbackReader
-from aqua_tasks.testing.chat_stub import StubConfig, stand_in_reading, start_stub, stub_url
+
+# The local chat stub is a test helper (tests/support/), not part of the installed package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support.chat_stub import StubConfig, stand_in_reading, start_stub, stub_url
 
 KINDS = {
     "lean": lambda gold, other: f"Maybe a {gold.lower()}.",

@@ -65,7 +65,7 @@ EOF
 
 if [[ -z $PRETRAINED ]]; then
     echo "== building the tiny model in $WORK/tiny"
-    "$PY" -m aqua_tasks.cli.tiny_audio_lm "$WORK/tiny" $TINY_ARGS >/dev/null
+    "$PY" tests/support/tiny_audio_lm.py "$WORK/tiny" $TINY_ARGS >/dev/null
     PRETRAINED=$WORK/tiny
 fi
 

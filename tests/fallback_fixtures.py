@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from support.chat_stub import StubConfig, stand_in_reading, start_stub
+
 from aqua_tasks.core.data import TRACK_FILE_STEMS, load_json_file
-from aqua_tasks.testing.chat_stub import StubConfig, stand_in_reading, start_stub
 
 LIMIT = 40  # the first 10 Animal clips
 INVALID, LIMITED, BROKEN = "(stub: invalid first)", "(stub: rate limited)", "(stub: broken)"

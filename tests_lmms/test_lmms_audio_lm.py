@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import lmms_eval, lmms_results, lmms_samples, metadata_env, run_cli
+from conftest import REPO, lmms_eval, lmms_results, lmms_samples, metadata_env, run_cli
 
 from aqua_tasks.core.generation_failure import FAILED_REPLY_PREFIX
 from aqua_tasks.lmms_eval import include_path
@@ -19,7 +19,7 @@ TASKS = ("aqua_animal", "aqua-cot_vocal")
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("tiny") / "qwen2-audio"
-    run_cli(sys.executable, "-m", "aqua_tasks.cli.tiny_audio_lm", out)
+    run_cli(sys.executable, REPO / "tests" / "support" / "tiny_audio_lm.py", out)
     return out
 
 

@@ -11,9 +11,9 @@ import json
 import pytest
 from conftest import lmms_eval, lmms_results, lmms_samples
 from fallback_fixtures import LIMIT, start_fallback_stub, write_fallback_replies
+from support.chat_stub import stub_url
 
 from aqua_tasks.lmms_eval import include_path
-from aqua_tasks.testing.chat_stub import stub_url
 
 pytestmark = pytest.mark.shared_data
 

@@ -179,7 +179,6 @@ ROOM_MAY_IMPORT = {
     "aqua_tasks.gate": {"aqua_tasks.core", "aqua_tasks.runs", "aqua_tasks.reports", "eval_common"},
     "aqua_tasks.models": {"aqua_tasks.core", "aqua_tasks.audio", "aqua_tasks.runs", "eval_common"},
     "aqua_tasks.build": {"aqua_tasks.core", "eval_common"},
-    "aqua_tasks.testing": {"aqua_tasks.core", "eval_common"},
     "orca_judge": {"eval_common", "orca_judge.checkpoint"},
     "orca_judge.checkpoint": {"eval_common", "orca_judge"},
     "orca_judge.training": {
@@ -352,7 +351,6 @@ def test_the_rules_see_every_room():
         "aqua_tasks.lmms_eval",
         "aqua_tasks.task",
         "aqua_tasks.cli",
-        "aqua_tasks.testing",
         "orca_judge.checkpoint",
         "orca_judge.training",
         "orca_judge.metric",

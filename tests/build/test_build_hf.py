@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from shared_cache import shared_artefact
 from shared_data import shared_data, shared_path
+from support.tiny_audio_lm import build_tiny_chat_lm
 
 from aqua_tasks.build.api import MMAU_OUTPUT, GeneratorSettings, build_file
 from aqua_tasks.build.builder import manifest_path
 from aqua_tasks.build.iaqd_llm import SYSTEM_PROMPT
 from aqua_tasks.cli import build as cli_build
-from aqua_tasks.testing.tiny_audio_lm import build_tiny_chat_lm
 
 MMAU = shared_path("mmau") / "mmau-test-mini.json"
 LIMIT = 3

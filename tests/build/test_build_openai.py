@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from shared_data import shared_data, shared_path
+from support.chat_stub import StubConfig, start_stub, stub_url
 
 from aqua_tasks.build.api import MMAU_OUTPUT, GeneratorSettings, build_file
 from aqua_tasks.build.source import read_source
 from aqua_tasks.errors import BuildError
-from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
 from eval_common.http import RetryPolicy
 
 MMAU = shared_path("mmau") / "mmau-test-mini.json"

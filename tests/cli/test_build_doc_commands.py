@@ -21,11 +21,11 @@ import pytest
 import soundfile as sf
 from mmau_fixtures import MMAU_DEMO_CLIP, MMAU_DEMO_ID, MMAU_TEST_MINI, NEEDS_MMAU_DATA
 from shared_cache import shared_artefact
+from support.chat_stub import StubConfig, start_stub, stub_url
+from support.tiny_audio_lm import build_tiny_audio_lm, build_tiny_chat_lm
 from test_readme_commands import readme_commands, run_entry_point, run_shell
 
 from aqua_tasks.build.source import read_source
-from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
-from aqua_tasks.testing.tiny_audio_lm import build_tiny_audio_lm, build_tiny_chat_lm
 
 pytestmark = [pytest.mark.slow, NEEDS_MMAU_DATA]
 REPO = Path(__file__).resolve().parents[2]

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 from fallback_fixtures import BROKEN, LIMIT, start_fallback_stub, write_fallback_replies
-
-from aqua_tasks.testing.chat_stub import stub_url
+from support.chat_stub import stub_url
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent

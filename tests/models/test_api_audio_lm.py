@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from lm_eval.api.instance import Instance
+from support.chat_stub import StubConfig, start_stub, stub_url
 
 from aqua_tasks.audio.clips import load_audio, probe_audio
 from aqua_tasks.core.generation_failure import failure_message
@@ -20,7 +21,6 @@ from aqua_tasks.errors import EndpointError
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.models.api.payload import chat_messages, digest_part, wav_bytes
 from aqua_tasks.task.definition import build_docs, doc_to_audio, doc_to_text
-from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
 from eval_common.http import RetryPolicy, parse_retry_after, retry_delay
 from eval_common.reply_cache import ReplyCache, cache_key, default_cache_dir
 

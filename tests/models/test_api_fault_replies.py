@@ -11,12 +11,12 @@ import time
 import numpy as np
 import pytest
 from lm_eval.api.instance import Instance
+from support.chat_stub import StubConfig, start_stub, stub_url
 
 from aqua_tasks.build.iaqd_llm import OpenAIChat
 from aqua_tasks.core.generation_failure import failed_reply
 from aqua_tasks.errors import EndpointError
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
-from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
 from eval_common.http import RequestFailure, RetryPolicy
 
 KEY = "sk-fault-modes-4b1d"

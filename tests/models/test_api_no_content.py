@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from support.chat_stub import StubConfig, start_stub, stub_url
+
 from aqua_tasks.core.extract import extract
 from aqua_tasks.core.generation_failure import failure_message
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.task.definition import doc_to_text
-from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
 
 
 def model(server, tmp_path) -> OpenAIAudioChatLM:

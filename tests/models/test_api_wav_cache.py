@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 from lm_eval.api.instance import Instance
+from support.chat_stub import StubConfig, start_stub, stub_url
 
 from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.errors import AudioFileError
@@ -18,7 +19,6 @@ from aqua_tasks.models.api import wav_cache as wav_cache_module
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.models.api.payload import wav_bytes
 from aqua_tasks.models.api.wav_cache import DEFAULT_MAX_BYTES, WavCache, WavPrefetch
-from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
 from eval_common.reply_cache import ReplyCache
 
 

@@ -13,6 +13,7 @@ import pytest
 import soundfile as sf
 from launchers import CPU_ENV, accelerate_two_processes
 from lm_eval.api.instance import Instance
+from support.tiny_audio_lm import build_tiny_audio_lm
 
 from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.core.data import load_items
@@ -26,7 +27,6 @@ from aqua_tasks.models.hf_audio_lm import AudioLM
 from aqua_tasks.models.hf_audio_lm_loading import model_revision
 from aqua_tasks.models.reply_journal import ReplyJournal
 from aqua_tasks.task.definition import build_docs, doc_to_audio, doc_to_text
-from aqua_tasks.testing.tiny_audio_lm import build_tiny_audio_lm
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 from lm_eval.api.instance import Instance
+from support.tiny_audio_lm import build_tiny_omni_thinker
 
 from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.models.hf_audio_lm import AudioLM
 from aqua_tasks.models.omni_inputs import OmniThinkerInputs, audio_token_count, expand_audio_slots
 from aqua_tasks.task.definition import build_docs, doc_to_audio, doc_to_text
-from aqua_tasks.testing.tiny_audio_lm import build_tiny_omni_thinker
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent

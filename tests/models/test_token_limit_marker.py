@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from lm_eval.api.instance import Instance
+from support.chat_stub import StubConfig, start_stub, stub_url
+from support.tiny_audio_lm import build_tiny_audio_lm
 
 from aqua_tasks.core.extract import extract
 from aqua_tasks.core.generation_limit import TOKEN_LIMIT_SUFFIX, split_token_limit
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from aqua_tasks.models.hf_audio_lm import AudioLM
 from aqua_tasks.task.definition import doc_to_text
-from aqua_tasks.testing.chat_stub import StubConfig, start_stub, stub_url
-from aqua_tasks.testing.tiny_audio_lm import build_tiny_audio_lm
 
 GEN_KWARGS = {"until": [], "max_gen_toks": 64, "do_sample": False, "temperature": 0.0}
 LEANING = "Let me analyze the audio. The bark is sharp, like a dog's, and the pitch"

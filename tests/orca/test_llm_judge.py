@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 from orca_fixtures import synthetic_items, tiny_llama_dir, tiny_trained_checkpoint, write_jsonl
-
-from aqua_tasks.testing.chat_stub import (
+from support.chat_stub import (
     StubConfig,
     overlap_rating,
     rating_reply,
     start_stub,
     stub_url,
 )
+
 from orca_judge.cli.compare import main as orca_compare
 from orca_judge.cli.llm_judge import main as llm_judge_score
 from orca_judge.errors import JudgeEndpointError, LlmJudgeError

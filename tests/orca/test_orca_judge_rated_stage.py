@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 import yaml
 from orca_fixtures import synthetic_items, tiny_llama_dir, write_jsonl
-
-from aqua_tasks.testing.chat_stub import (
+from support.chat_stub import (
     StubConfig,
     overlap_rating,
     rating_reply,
     start_stub,
     stub_url,
 )
+
 from orca_judge.cli import train as cli_train
 from orca_judge.cli.llm_judge import main as llm_judge_score
 from orca_judge.data import items_fingerprint, load_items

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 from launchers import CPU_ENV, accelerate_two_processes
 from open_fixtures import open_judge_checkpoint
-
-from aqua_tasks.testing.tiny_audio_lm import build_tiny_audio_lm
+from support.tiny_audio_lm import build_tiny_audio_lm
 
 pytestmark = [pytest.mark.slow, pytest.mark.shared_data]
 BIN = Path(sys.executable).parent

@@ -8,11 +8,12 @@ retries, failure handling and cache can be exercised end to end without a model.
 it answers each chat with the JSON rating `rate` gives its text (or with `rate`'s text as it
 is, an invalid reply).
 
-    python -m aqua_tasks.cli.chat_stub --port 8000   # then base_url=http://127.0.0.1:8000/v1/chat/completions
+    python tests/support/chat_stub.py --port 8000   # then base_url=http://127.0.0.1:8000/v1/chat/completions
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import binascii
 import contextlib
@@ -380,3 +381,63 @@ def stub_url(server: ThreadingHTTPServer) -> str:
     """The stub's chat-completions URL."""
     host, port = server.server_address[:2]
     return f"http://{host}:{port}/v1/chat/completions"
+
+
+# --- run as a script -----------------------------------------------------------------
+
+PROG = "python tests/support/chat_stub.py"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The chat stub's argument parser."""
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added per request")
+    parser.add_argument(
+        "--judge",
+        action="store_true",
+        help="stand in for a prompted judge model: serve text-only chats and reply with a JSON "
+        "rating (1 + 4 x token-F1 of the candidate answer against the correct answer)",
+    )
+    parser.add_argument(
+        "--fallback",
+        action="store_true",
+        help="stand in for the LLM fallback's reader (extractor aqua-rules+llm): serve text-only "
+        'chats and reply {"answer": ...} naming the one option the reply names (not a model)',
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the stub in the foreground until Ctrl-C."""
+    args = build_parser().parse_args(argv)
+    config = StubConfig(latency=args.latency)
+    if args.judge:
+        config = StubConfig(
+            latency=args.latency,
+            require_audio=False,
+            reply=rating_reply(overlap_rating),
+        )
+    if args.fallback:
+        config = StubConfig(
+            latency=args.latency,
+            require_audio=False,
+            reply=lambda request: stand_in_reading(request.text),
+        )
+    server, state = start_stub(config, args.host, args.port)
+    print(f"serving {stub_url(server)} (Ctrl-C stops)", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.shutdown()
+    print(f"{len(state.requests)} requests, {len(state.problems)} with audio problems")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
