@@ -15,7 +15,7 @@ from eval_plugins.lm_eval.cli_run import (
     harness_refusal,
     report,
 )
-from eval_plugins.lm_eval.compat import harness_cli, lm_eval_problem
+from eval_plugins.lm_eval.compat import harness_cli, lm_eval_problem, scoring_pipeline
 from eval_plugins.lm_eval.harness_errors import json_flag_problem
 from eval_plugins.lm_eval.registration import install_task_index, register_all
 from eval_plugins.names import LM_EVAL, targets
@@ -50,6 +50,54 @@ def model_names() -> list[str]:
     return list(targets(LM_EVAL, "models"))
 
 
+def flag_value(argv: Sequence[str], *names: str) -> str | None:
+    """The value of the last of `names` given in `argv` (`--flag VALUE` or `--flag=VALUE`)."""
+    found = None
+    for index, arg in enumerate(argv):
+        flag, equals, value = arg.partition("=")
+        if flag in names:
+            found = value if equals else (argv[index + 1] if index + 1 < len(argv) else None)
+    return found
+
+
+def with_model_alias(argv: list[str]) -> list[str]:
+    """`argv` with an lm-eval model name we stand in for replaced by ours (said on stderr)."""
+    given = flag_value(argv, "--model")
+    if given not in MODEL_ALIASES:
+        return argv
+    ours = MODEL_ALIASES[given]
+    print(f"{PROG}: --model {given} runs {ours} ({ALIAS_REASON})", file=sys.stderr)
+    return [ours if arg == given else arg.replace(f"={given}", f"={ours}") for arg in argv]
+
+
+def run_public_cli(argv: list[str]) -> int:
+    """lm-eval's 0.5 line: its own command line (public entry point) with our registrations,
+    then the AQUA table pooled over clips, read back from the saved samples by `aqua-score`
+    (lm-eval 0.5 gives a group only averaged figures, so the `aqua` row has none there)."""
+    from lm_eval.__main__ import cli_evaluate
+
+    argv = with_model_alias(argv)
+    check_user_task_yamls(flag_value(argv, "--include_path"))
+    saved_argv = sys.argv
+    sys.argv = [PROG, *argv]
+    try:
+        cli_evaluate()
+    except Exception as err:
+        line = harness_refusal(err)
+        if line is None:
+            raise
+        return fail(PROG, line)
+    finally:
+        sys.argv = saved_argv
+    output = flag_value(argv, "--output_path", "-o")
+    if output and ("--log_samples" in argv or "-s" in argv):
+        from aqua_tasks.cli import score
+
+        print("\nAQUA-Bench (pooled over clips, read back from the saved samples):")
+        return score.main([output, "--no-progress"])
+    return 0
+
+
 @command(PROG, on_interrupt=RESUMES)
 def main(argv: Sequence[str] | None = None) -> int:
     """Run lm-eval's command line with our task folder on the include path."""
@@ -59,6 +107,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = lm_eval_problem()
     if problem:
         return fail(PROG, problem)
+    if scoring_pipeline():
+        register_all()
+        install_task_index(TaskManager)
+        given = list(sys.argv[1:] if argv is None else argv)
+        if bad_json := json_flag_problem(given):
+            return fail(PROG, bad_json)
+        return run_public_cli(given)
     # Also done by the start-up hook when lm-eval imports; idempotent, and needed when the
     # hook is switched off.
     register_all()
@@ -81,11 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "Flags are lm-eval's.",
                 EPILOG,
             )
+            sys.argv = [PROG, *with_model_alias(sys.argv[1:])]
             args = parser.parse_args()
-            if getattr(args, "model", None) in MODEL_ALIASES:
-                ours = MODEL_ALIASES[args.model]
-                print(f"{PROG}: --model {args.model} runs {ours} ({ALIAS_REASON})", file=sys.stderr)
-                args.model = ours
             check_run_settings(args)
             if hasattr(args, "include_path"):
                 check_user_task_yamls(args.include_path)

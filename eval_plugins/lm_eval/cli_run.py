@@ -88,7 +88,7 @@ def harness_refusal(error: Exception) -> str | None:
 
     if isinstance(error, user_errors()):
         return str(error)
-    if isinstance(error, ValueError):
+    if isinstance(error, ValueError | KeyError):
         return missing_tasks_message(error)
     return None
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 # lm-eval's flags whose value may be a JSON object (MergeDictAction, `--gen_kwargs`).
 JSON_FLAGS = ("--metadata", "--model_args", "-a", "--gen_kwargs")
 NOT_FOUND = "Tasks not found: "
+NOT_A_SPEC = "Spec '"
 
 
 def json_flag_problem(argv: Sequence[str]) -> str | None:
@@ -38,11 +39,18 @@ def json_flag_problem(argv: Sequence[str]) -> str | None:
 
 
 def missing_tasks_message(error: Exception) -> str | None:
-    """One line for lm-eval's "Tasks not found" (None when `error` is not that refusal)."""
-    text = str(error)
-    if not text.startswith(NOT_FOUND):
+    """One line for lm-eval's "task not found" (None when `error` is not that refusal).
+
+    lm-eval 0.4.13 raises ValueError("Tasks not found: a, b"); the 0.5 line raises
+    KeyError("Spec 'a' is not a registered task/group/tag name or valid YAML path").
+    """
+    text = str(error.args[0]) if error.args else ""
+    if text.startswith(NOT_FOUND):
+        missing = [name.strip() for name in text[len(NOT_FOUND) :].split(",") if name.strip()]
+    elif text.startswith(NOT_A_SPEC) and text.count("'") >= 2:
+        missing = [text.split("'")[1]]
+    else:
         return None
-    missing = [name.strip() for name in text[len(NOT_FOUND) :].split(",") if name.strip()]
     return (
         f"task(s) not found: {'; '.join(missing)}; `lm_eval ls tasks` lists the task names "
         "(a user folder goes in --include_path)"
