@@ -61,13 +61,16 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, NamedTuple
 
+from eval_common import harness_versions
 from eval_common.evaluation import collecting, record
-from eval_common.harness_versions import NEXT, TESTED, unsupported_version
+from eval_common.harness_versions import unsupported_version
 from eval_plugins.seams import seam
 from orca_judge.metric.aggregate import SitedValues
 from orca_judge.metric.judge_pass import evaluate_task_dict, judged_evaluation
 
 HARNESS = "lm-eval"
+# The releases the task-folder seams were tested on: 0.4.13 and the 0.5 line CI runs.
+BOTH_LINES = (harness_versions.TESTED[HARNESS], harness_versions.NEXT[HARNESS])
 # Attributes of our wrappers, so that patching twice is a no-op.
 _INDEXES_AQUA = "_indexes_aqua_tasks"
 _FILTERS_MATCHES = "_filters_aqua_matches"
@@ -124,7 +127,7 @@ def lm_eval_problem() -> str | None:
     "the AQUA tasks in every TaskManager (pass --include_path), and AQUA-only runs indexed "
     "without lm-eval's built-in tasks",
     required=False,
-    tested=(TESTED[HARNESS], NEXT[HARNESS]),
+    tested=BOTH_LINES,
 )
 def index_task_folder(
     task_manager_cls: type, folders: IncludePath, builtins: BuiltinsNeeded | None = None
@@ -194,7 +197,7 @@ def wrap_match_tasks(task_manager_cls: type, choose: ChooseMatches) -> None:
     HARNESS,
     "leaving unbuilt tracks out of --tasks globs",
     required=False,
-    tested=(TESTED[HARNESS], NEXT[HARNESS]),
+    tested=BOTH_LINES,
 )
 def filter_task_matches(task_manager_cls: type, choose: ChooseMatches) -> None:
     """`TaskManager.match_tasks` keeps only what `choose` keeps of its matches; idempotent."""
