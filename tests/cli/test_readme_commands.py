@@ -1,4 +1,5 @@
-"""Every shell command in the README runs as written, unless it needs a GPU or a download.
+"""Every shell command in the README and the user guide runs as written, unless it needs a GPU
+or a download.
 
 Commands are read from the README's ```bash blocks (backslash continuations joined,
 comments dropped, `[...]` optional parts of a usage line left out). Each one is either run
@@ -224,9 +225,14 @@ def run_entry_point(command: str, cwd: Path) -> dict:
     return {"status": status or 0, "out": out.getvalue(), "err": err.getvalue()}
 
 
+# The README's front page, then the user guide it sends the rest to: one sequence of commands.
+DOCUMENTS = ("README.md", "docs/guide.md")
+
+
 @pytest.fixture(scope="module")
 def readme() -> list[str]:
-    return readme_commands((REPO / "README.md").read_text(encoding="utf-8"))
+    text = "\n".join((REPO / name).read_text(encoding="utf-8") for name in DOCUMENTS)
+    return list(dict.fromkeys(readme_commands(text)))  # a command the guide repeats runs once
 
 
 @pytest.fixture(scope="module")
