@@ -82,8 +82,10 @@ def register_all() -> None:
     register_models()
     if scoring_pipeline():
         from aqua_tasks.lm_eval import scorer
+        from eval_plugins.lm_eval import judge_scorers
 
         scorer.register()
+        judge_scorers.register()
         return
     from aqua_tasks.lm_eval.task import fix_results
     from eval_plugins.lm_eval.compat import patch_cache_keys, patch_evaluate
