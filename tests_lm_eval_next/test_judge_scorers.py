@@ -42,6 +42,7 @@ metadata:
 
 
 def write_task(root: Path, scorer: str, settings: dict[str, str]) -> Path:
+    root.mkdir(exist_ok=True)
     data = root / "qa.jsonl"
     rows = [
         {"id": f"q{i}", "question": f"What is the bird singing {i}?", "answer": "the sun"}
@@ -143,3 +144,31 @@ def test_a_bare_metric_orca_is_refused_before_generation_naming_the_scorer(tmp_p
     done = lm_eval(tasks, tmp_path / "out")
     assert done.returncode != 0 and "Running generate_until requests" not in done.stderr
     assert "with `scorer: orca` on the task (lm-eval 0.5)" in done.stderr.splitlines()[-1]
+
+
+@pytest.mark.skipif(
+    not os.environ.get("AQUA_LM_EVAL_REFERENCE"), reason="AQUA_LM_EVAL_REFERENCE names no 0.4.13"
+)
+def test_scorer_orca_gives_the_figures_of_metric_orca_under_lm_eval_0_4_13(tmp_path):
+    checkpoint = tiny_trained_checkpoint()
+    tasks = write_task(tmp_path / "next", "orca", {"checkpoint": str(checkpoint)})
+    reference_tasks = tmp_path / "0.4.13"
+    reference_tasks.mkdir()
+    (reference_tasks / "tiny_qa.yaml").write_text(
+        (tasks / "tiny_qa.yaml").read_text().replace("scorer: orca\n", "")
+    )
+    assert lm_eval(tasks, tmp_path / "out").returncode == 0
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    args = ["--model", "dummy", "--tasks", "tiny_qa", "--include_path", str(reference_tasks)]
+    done = subprocess.run(
+        [os.environ["AQUA_LM_EVAL_REFERENCE"], *args, "--output_path", str(tmp_path / "ref")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    ours, _ = results_and_replies(tmp_path / "out")
+    (path,) = sorted((tmp_path / "ref").rglob("results_*.json"))
+    reference = json.loads(path.read_text())["results"]["tiny_qa"]
+    assert ours == reference

@@ -37,15 +37,27 @@ class AquaTask(GenerationTask):
         config = prepare_task_config(
             config, config.get("metadata") or {}, audio_key="doc_to_audio", no_audio=None
         )
+        self.judge_settings = None
         if importlib.util.find_spec("lm_eval.scorers") is not None:
             # lm-eval 0.5 scores through its public Scorer pipeline: AQUA's one (see scorer.py).
             from aqua_tasks.lm_eval import scorer
 
             scorer.register()
-            config.setdefault("scorer", scorer.SCORER)
+            self.judge_settings = scorer.judge_settings_of(config)
+            config.setdefault("scorer", scorer.scorer_config(config, self.judge_settings))
         super().__init__(config=config, **kwargs)
         # After lm-eval built the docs: a data error surfaces from its `custom_dataset` call.
         self.config.metadata = with_manifest(self.config.metadata or {}, self.config.dataset_kwargs)
+
+    def process_results(self, doc: Mapping, results: list) -> dict | None:
+        """The task's per-item values; under lm-eval 0.5 an open task's also carry what its
+        judge reads (lm-eval 0.4.13 gets them from the `metric: orca` wiring)."""
+        values = super().process_results(doc, results)
+        if self.judge_settings is None or values is None:
+            return values
+        from aqua_tasks.lm_eval.scorer import judge_value
+
+        return {**values, **judge_value(self, doc, results)}
 
     def apply_filters(self) -> list | None:
         """lm-eval's filters, then the LLM fallback (`aqua-rules+llm`) asked in one batch.
