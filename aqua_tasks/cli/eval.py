@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from aqua_tasks.errors import AquaDataError
 from aqua_tasks.lm_eval.task_folder import task_config_dir
 from aqua_tasks.lm_eval.task_index import indexing_for
 from aqua_tasks.lm_eval.user_tasks import check_user_task_yamls
@@ -91,11 +93,23 @@ def run_public_cli(argv: list[str]) -> int:
         sys.argv = saved_argv
     output = flag_value(argv, "--output_path", "-o")
     if output and ("--log_samples" in argv or "-s" in argv):
-        from aqua_tasks.cli import score
-
-        print("\nAQUA-Bench (pooled over clips, read back from the saved samples):")
-        return score.main([output, "--no-progress"])
+        print_pooled_table(Path(output))
     return 0
+
+
+def print_pooled_table(output: Path) -> None:
+    """The AQUA table of the run's saved samples, every all-tracks row pooled over clips:
+    the scoring pipeline of `aqua-score` (a run without AQUA tasks prints nothing)."""
+    from aqua_tasks.reports.tables import format_table
+    from aqua_tasks.runs import ScoreSettings, read_run, score_run
+
+    try:
+        scores = score_run(read_run(output), ScoreSettings(), progress=False)
+    except AquaDataError as error:  # no AQUA samples there, or none this package can read
+        print(f"{PROG}: no AQUA table ({error})", file=sys.stderr)
+        return
+    print("\nAQUA-Bench (pooled over clips, read back from the saved samples, %):")
+    print(format_table(scores.results, intervals=scores.intervals))
 
 
 @command(PROG, on_interrupt=RESUMES)
