@@ -42,7 +42,6 @@ _EXPORTS = {
     "GeneratorSettings": "aqua_tasks.build.api",
     "build_file": "aqua_tasks.build.api",
     # lm-eval: tasks, models and `metric: orca` registered for the Python API (the plugin edge)
-    "register_all": "eval_plugins.lm_eval.registration",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -63,7 +63,7 @@ def lm_eval_path(checkpoint: str, items: Path, batch_size: int) -> dict[str, flo
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    from aqua_tasks.lm_eval.task_folder import task_config_dir
+    from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
     from eval_plugins.lm_eval.registration import register_all
     from orca_judge import judge as judge_module
 

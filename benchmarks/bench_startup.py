@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from aqua_tasks.lm_eval.task_folder import task_config_dir
+from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
 from eval_plugins.startup_hook import ENV_SWITCH
 
 HOOK_FILE = "aqua_bench_eval_lm_eval_hook.pth"

@@ -24,7 +24,7 @@ TABLE: dict[tuple[str, str], dict[str, str]] = {
         "aqua-first-option": "aqua_tasks.models.baselines:FirstOptionLM",
         "aqua-audiolm": "aqua_tasks.models.hf_audio_lm:AudioLM",
         "openai-audio-chat": "aqua_tasks.models.api.client:OpenAIAudioChatLM",
-        "orca-replay": "orca_judge.lm_eval.human:OrcaReplayLM",
+        "orca-replay": "eval_plugins.lm_eval.orca_human:OrcaReplayLM",
     },
     (LM_EVAL, "metrics"): {
         "orca": "eval_plugins.lm_eval.metric:orca",
@@ -37,12 +37,12 @@ TABLE: dict[tuple[str, str], dict[str, str]] = {
     # A task folder is a package of YAMLs: its target names the package alone.
     (LM_EVAL, "tasks"): {"aqua": "aqua_tasks.task_configs"},
     (LMMS_EVAL, "models"): {
-        "aqua-audiolm": "aqua_tasks.lmms_eval.models:AudioLMLmms",
-        "aqua-replay": "aqua_tasks.lmms_eval.models:ReplayLmms",
-        "aqua-always-reject": "aqua_tasks.lmms_eval.models:AlwaysRejectLmms",
-        "aqua-first-option": "aqua_tasks.lmms_eval.models:FirstOptionLmms",
-        "aqua-random": "aqua_tasks.lmms_eval.models:RandomOptionLmms",
-        "orca-replay": "orca_judge.lmms_eval.replay:OrcaReplayLMMS",
+        "aqua-audiolm": "eval_plugins.lmms_eval.aqua.models:AudioLMLmms",
+        "aqua-replay": "eval_plugins.lmms_eval.aqua.models:ReplayLmms",
+        "aqua-always-reject": "eval_plugins.lmms_eval.aqua.models:AlwaysRejectLmms",
+        "aqua-first-option": "eval_plugins.lmms_eval.aqua.models:FirstOptionLmms",
+        "aqua-random": "eval_plugins.lmms_eval.aqua.models:RandomOptionLmms",
+        "orca-replay": "eval_plugins.lmms_eval.orca_replay:OrcaReplayLMMS",
     },
     (LMMS_EVAL, "metrics"): {
         "orca": "eval_plugins.lmms_eval.metric:orca",

@@ -2,7 +2,7 @@
 lm-eval and lmms-eval.
 
 Both harnesses build a `ConfigurableTask` with the same layout (config.metric_list, the
-private metric tables `eval_plugins.lm_eval.compat` edits, a bound
+private metric tables `eval_plugins.built_tasks` edits, a bound
 `process_results(doc, results, ...)`). `wire` reads the task's orca entry, loads the judge
 (failing before any generation), and replaces the built task's `process_results` so that
 each doc's value carries the judge's inputs — question, reference, rationale, transcript,
@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from eval_plugins.lm_eval import compat
+from eval_plugins import built_tasks
 from orca_judge.errors import LlmJudgeError, OrcaMetricError
 from orca_judge.metric.judge_pass import JudgeSession, active_session, item_id
 from orca_judge.metric.payloads import (
@@ -228,7 +228,7 @@ def feed_doc(
     @functools.wraps(original)
     def process_results(doc: Mapping[str, Any], results: list, *args: Any, **kwargs: Any) -> dict:
         out = dict(original(doc, results, *args, **kwargs))
-        if compat.predict_only(task):
+        if built_tasks.predict_only(task):
             return out
         inputs = doc_inputs(task, settings, doc, results)
         scored = None
@@ -267,7 +267,7 @@ def wire(
     session = session or active_session() or JudgeSession()
     name = task.config.task
     entries = orca_entries(task, functions)
-    if not entries or getattr(task, WIRED, False) or compat.predict_only(task):
+    if not entries or getattr(task, WIRED, False) or built_tasks.predict_only(task):
         return None
     where = f"task {name!r}, metric orca"
     if len(entries) > 1:
@@ -293,7 +293,9 @@ def wire(
     shared = share_docs and processes.distributed
     share = RankShare(task, settings, session) if shared else None
     feed_doc(task, settings, figures, share)
-    compat.take_over_metric(task, METRIC, dict.fromkeys(figures, aggregation), HIGHER_IS_BETTER)
+    built_tasks.take_over_metric(
+        task, METRIC, dict.fromkeys(figures, aggregation), HIGHER_IS_BETTER
+    )
     # Recorded in the results' task config: which doc fields the judge reads.
     task.config.metadata = with_record(
         task.config.metadata,
@@ -338,7 +340,7 @@ def wire_llm_judge(
     session = session or active_session() or JudgeSession()
     name = task.config.task
     entries = llm_judge_entries(task, functions)
-    if not entries or getattr(task, LLM_WIRED, False) or compat.predict_only(task):
+    if not entries or getattr(task, LLM_WIRED, False) or built_tasks.predict_only(task):
         return None
     where = f"task {name!r}, metric llm_judge"
     if len(entries) > 1:
@@ -357,7 +359,7 @@ def wire_llm_judge(
     check_question_field(task, settings, where)
     judge = session_judge(session, settings)
     feed_doc(task, settings, LLM_FIGURES)
-    compat.take_over_metric(
+    built_tasks.take_over_metric(
         task, LLM_METRIC, dict.fromkeys(LLM_FIGURES, aggregation), LLM_HIGHER_IS_BETTER
     )
     task.config.metadata = with_record(

@@ -1,8 +1,8 @@
 """ORCA: a learned judge of open-ended answers that predicts the distribution of human ratings.
 
-The names below are the public Python API. They are loaded on first use: `orca_judge.lm_eval`
-is imported when lm-eval starts (see eval_plugins.startup_hook) and must not pull in torch for
-`lm_eval ls tasks`.
+The names below are the public Python API. They are loaded on first use: the lm-eval adapter
+(`eval_plugins.lm_eval`) imports this package when lm-eval starts (see eval_plugins.startup_hook),
+which must not pull in torch for `lm_eval ls tasks`.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ import pytest
 from conftest import REPO, lmms_eval, lmms_results, lmms_samples, metadata_env, run_cli
 
 from aqua_tasks.core.generation_failure import FAILED_REPLY_PREFIX
-from aqua_tasks.lmms_eval import include_path
-from aqua_tasks.lmms_eval.models import lm_eval_gen_kwargs
+from eval_plugins.lmms_eval.aqua import include_path
+from eval_plugins.lmms_eval.aqua.models import lm_eval_gen_kwargs
 
 LIMIT = 2
 TASKS = ("aqua_animal", "aqua-cot_vocal")

@@ -13,7 +13,7 @@ from conftest import lmms_eval, lmms_results, lmms_samples
 from fallback_fixtures import LIMIT, start_fallback_stub, write_fallback_replies
 from support.chat_stub import stub_url
 
-from aqua_tasks.lmms_eval import include_path
+from eval_plugins.lmms_eval.aqua import include_path
 
 pytestmark = pytest.mark.shared_data
 

@@ -8,8 +8,8 @@ import subprocess
 
 from conftest import BIN
 
-from aqua_tasks.lmms_eval import include_path
-from aqua_tasks.lmms_eval.task import METADATA_ENV
+from eval_plugins.lmms_eval.aqua import include_path
+from eval_plugins.lmms_eval.aqua.task import METADATA_ENV
 
 
 def test_a_missing_clip_under_lmms_eval_says_to_set_the_audio_root_in_aqua_metadata(

@@ -22,7 +22,7 @@ from aqua_tasks.cli import regress as cli_regress
 from aqua_tasks.cli import report as cli_report
 from aqua_tasks.cli import score as cli_score
 from aqua_tasks.core.data import TRACKS, load_items
-from aqua_tasks.lmms_eval import include_path
+from eval_plugins.lmms_eval.aqua import include_path
 
 BIN = Path(sys.executable).parent
 LIMIT = 8

@@ -29,8 +29,8 @@ from mmau_fixtures import (
 
 from aqua_tasks.build.api import MMAU_OUTPUT, build_file
 from aqua_tasks.core.data import TRACK_FILE_STEMS
-from aqua_tasks.lmms_eval import include_path
-from aqua_tasks.lmms_eval.task import METADATA_ENV, AquaTask, choose_task_matches
+from eval_plugins.lmms_eval.aqua import include_path
+from eval_plugins.lmms_eval.aqua.task import METADATA_ENV, AquaTask, choose_task_matches
 
 MMAU = MMAU_TEST_MINI
 DEMO_ID = MMAU_DEMO_ID

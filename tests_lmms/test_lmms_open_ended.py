@@ -37,7 +37,7 @@ def runs(request, tmp_path_factory, settings) -> tuple[dict, dict]:
         *(BIN / "lm_eval", "--model", model, "--tasks", TASKS, "--limit", LIMIT),
         *("--metadata", json.dumps(settings), "--output_path", out / "lm-eval"),
     )
-    folder = run_cli(BIN / "python", "-m", "aqua_tasks.lmms_eval", "--include-path").stdout
+    folder = run_cli(BIN / "python", "-m", "eval_plugins.lmms_eval", "--include-path").stdout
     lmms_eval(
         *("--include_path", folder.strip(), "--model", model, "--tasks", TASKS),
         *("--limit", LIMIT, "--output_path", out / "lmms-eval"),

@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from conftest import BIN
 
-from aqua_tasks.lmms_eval import include_path
-from aqua_tasks.lmms_eval.task import METADATA_ENV
+from eval_plugins.lmms_eval.aqua import include_path
+from eval_plugins.lmms_eval.aqua.task import METADATA_ENV
 
 # lmms-eval logs this as it starts indexing task folders (the ~15 s the checks come before).
 INDEXING = "Including path"

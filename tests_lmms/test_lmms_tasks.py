@@ -16,9 +16,9 @@ from conftest import BIN, REPO, lmms_eval, lmms_results, lmms_samples, metadata_
 
 from aqua_tasks.core.data import load_items
 from aqua_tasks.core.scoring import ALL_METRICS, as_outcome, score_reply
-from aqua_tasks.lmms_eval import include_path
-from aqua_tasks.lmms_eval.task import METADATA_ENV, process_results, run_settings
 from aqua_tasks.task.definition import build_docs
+from eval_plugins.lmms_eval.aqua import include_path
+from eval_plugins.lmms_eval.aqua.task import METADATA_ENV, process_results, run_settings
 
 TASK = "aqua_animal"
 
@@ -62,7 +62,9 @@ def lm_eval_run(tmp_path_factory, released_dir, released_audio_root, replies_fil
 @pytest.fixture(scope="module")
 def lmms_run(tmp_path_factory, released_dir, released_audio_root, replies_file) -> Path:
     out = tmp_path_factory.mktemp("lmms-eval")
-    folder = run_cli(sys.executable, "-m", "aqua_tasks.lmms_eval", "--include-path").stdout.strip()
+    folder = run_cli(
+        sys.executable, "-m", "eval_plugins.lmms_eval", "--include-path"
+    ).stdout.strip()
     lmms_eval(
         *("--include_path", folder, "--model", "aqua-replay"),
         *("--model_args", f"path={replies_file}", "--tasks", TASK),
@@ -143,7 +145,7 @@ def test_process_results_is_pure(released_dir):
 
 
 def test_data_folder_without_the_files_names_the_task_file_and_setting(tmp_path, monkeypatch):
-    from aqua_tasks.lmms_eval.task import AquaTask
+    from eval_plugins.lmms_eval.aqua.task import AquaTask
 
     monkeypatch.setenv(METADATA_ENV, json.dumps({"data_dir": str(tmp_path)}))
     config = {"task": TASK, "dataset_kwargs": {"track": "animal"}, "test_split": "test"}

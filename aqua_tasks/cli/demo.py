@@ -10,10 +10,10 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from aqua_tasks.lm_eval.demo import DEMO_NAMES, run_demo
 from aqua_tasks.reports.tables import format_table
 from eval_common.cli import RESUMES, add_json_flag, command, fail
 from eval_common.outputs import check_output_folder, mark_output_folder
+from eval_plugins.lm_eval.aqua.demo import DEMO_NAMES, run_demo
 from eval_plugins.lm_eval.registration import register_all
 
 PROG = "aqua-demo"

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aqua_tasks.errors import AquaDataError
-from aqua_tasks.lm_eval.task_folder import task_config_dir
-from aqua_tasks.lm_eval.task_index import indexing_for
-from aqua_tasks.lm_eval.user_tasks import check_user_task_yamls
 from eval_common.cli import RESUMES, command, fail
+from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
+from eval_plugins.lm_eval.aqua.task_index import indexing_for
+from eval_plugins.lm_eval.aqua.user_tasks import check_user_task_yamls
 from eval_plugins.lm_eval.cli_run import (
     check_run_settings,
     command_line_run,

@@ -1,14 +1,14 @@
-"""`python -m aqua_tasks.lmms_eval --include-path`: print the folder lmms-eval should index."""
+"""`python -m eval_plugins.lmms_eval --include-path`: print the folder lmms-eval should index."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
 
-from aqua_tasks.lmms_eval import include_path
 from eval_common.cli import command
+from eval_plugins.lmms_eval.aqua import include_path
 
-PROG = "python -m aqua_tasks.lmms_eval"  # the documented way in; its __main__ calls main()
+PROG = "python -m eval_plugins.lmms_eval"  # the documented way in; its __main__ calls main()
 
 
 def build_parser() -> argparse.ArgumentParser:

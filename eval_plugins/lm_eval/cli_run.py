@@ -170,7 +170,7 @@ def extend_run_command(run_cls: type, prog: str = "lm_eval") -> None:
         if _ACTIVE.get() is not None:  # aqua-eval: it checks, collects and reports itself
             execute(args)
             return
-        from aqua_tasks.lm_eval.task_index import indexing_for
+        from eval_plugins.lm_eval.aqua.task_index import indexing_for
 
         try:
             check_run_settings(args)

@@ -9,7 +9,7 @@ without it, refused with one line where it does not. `required` below says which
 docstring, and docs/architecture.md, say what breaks without it.
 
 lm-eval's 0.5 line (`scoring_pipeline()`) scores tasks through public `Scorer` classes: there
-AQUA's scorer (`aqua_tasks.lm_eval.scorer`) and lazy registrations replace every patch but
+AQUA's scorer (`eval_plugins.lm_eval.aqua.scorer`) and lazy registrations replace every patch but
 the two task-folder seams, which are tested on both lines.
 
 Task folder and `--tasks` (skippable; 0.4.13 and 0.5.0.dev1):
@@ -41,8 +41,7 @@ Evaluation (required, 0.4.13):
   raw_metrics, bootstrap_iters)` (looked up at call time by `_collect_results`), where the task
   and its {(metric, filter): values} meet: each aggregation gets its values as `SitedValues`
   naming task and filter, and `eval_common.evaluation` keeps them for the results step;
-- `predict_only`, `take_over_metric`: the private per-task tables `_metric_fn_list`,
-  `_metric_fn_kwargs`, `_aggregation_list` and `_higher_is_better`.
+- the private per-task tables both harnesses' task classes keep: `eval_plugins.built_tasks`.
 
 Requests (skippable, 0.4.13):
 - `patch_cache_keys`: `lm_eval.api.model._multimodal_cache_default`, the JSON fallback of
@@ -64,6 +63,7 @@ from typing import Any, NamedTuple
 from eval_common import harness_versions
 from eval_common.evaluation import collecting, record
 from eval_common.harness_versions import unsupported_version
+from eval_plugins import built_tasks
 from eval_plugins.seams import seam
 from orca_judge.metric.aggregate import SitedValues
 from orca_judge.metric.judge_pass import evaluate_task_dict, judged_evaluation
@@ -73,11 +73,8 @@ HARNESS = "lm-eval"
 BOTH_LINES = (harness_versions.TESTED[HARNESS], harness_versions.NEXT[HARNESS])
 # Attributes of our wrappers, so that patching twice is a no-op.
 _INDEXES_AQUA = "_indexes_aqua_tasks"
-_FILTERS_MATCHES = "_filters_aqua_matches"
 _EXTENDED = "_aqua_extended"
 PATCH_MARK = "_orca_prepare"
-# lm-eval's name for the metric table entry of --predict_only runs.
-PREDICT_ONLY_METRIC = "bypass"
 # evaluate()'s default of the argument that also switches stderr computation off (0).
 DEFAULT_BOOTSTRAP_ITERS = 100000
 CACHE_DEFAULT = "_multimodal_cache_default"
@@ -92,8 +89,6 @@ class BuiltinsNeeded(NamedTuple):
     covered: Callable[[Mapping[str, list[Any]]], bool]
 
 
-# choose(patterns, matches, metadata): the matches to keep.
-ChooseMatches = Callable[[list[str], list[str], Any], list[str]]
 # around(execute, args): runs lm-eval's `run` command (execute(args)) with what it adds.
 Around = Callable[[Callable[[Any], None], Any], None]
 Prepare = Callable[[Mapping[str, Any]], object]
@@ -175,33 +170,15 @@ def _index_references(task_manager: Any) -> dict[str, list[Any]]:
     return references
 
 
-def wrap_match_tasks(task_manager_cls: type, choose: ChooseMatches) -> None:
-    """`match_tasks(self, task_list)` keeps only what `choose` keeps of its matches; idempotent.
-
-    lmms-eval 0.7.3's TaskManager has the same method (`eval_plugins.lmms_eval.compat`).
-    """
-    match = task_manager_cls.match_tasks
-    if getattr(match, _FILTERS_MATCHES, False):
-        return
-
-    @functools.wraps(match)
-    def match_tasks(self: Any, task_list: list[str]) -> list[str]:
-        matches = match(self, task_list)
-        return choose(list(task_list), matches, getattr(self, "metadata", None))
-
-    setattr(match_tasks, _FILTERS_MATCHES, True)
-    task_manager_cls.match_tasks = match_tasks
-
-
 @seam(
     HARNESS,
     "leaving unbuilt tracks out of --tasks globs",
     required=False,
     tested=BOTH_LINES,
 )
-def filter_task_matches(task_manager_cls: type, choose: ChooseMatches) -> None:
+def filter_task_matches(task_manager_cls: type, choose: built_tasks.ChooseMatches) -> None:
     """`TaskManager.match_tasks` keeps only what `choose` keeps of its matches; idempotent."""
-    wrap_match_tasks(task_manager_cls, choose)
+    built_tasks.wrap_match_tasks(task_manager_cls, choose)
 
 
 # --- command line --------------------------------------------------------------------------
@@ -358,29 +335,6 @@ def patch_task_aggregations() -> None:
 
     setattr(compute_task_aggregations, PATCH_MARK, True)
     evaluator_utils._compute_task_aggregations = compute_task_aggregations
-
-
-def predict_only(task: Any) -> bool:
-    """Whether the harness runs this task with --predict_only (no metrics computed).
-
-    lmms-eval 0.7.3 builds its tasks with the same private tables: this serves both.
-    """
-    return PREDICT_ONLY_METRIC in task._metric_fn_list
-
-
-def take_over_metric(
-    task: Any,
-    metric: str,
-    aggregations: Mapping[str, Callable[[list], float]],
-    higher_is_better: Mapping[str, bool],
-) -> None:
-    """Drop the task's own call of `metric` and aggregate the given figures our way."""
-    # The harness would otherwise call the doc-less metric function as well.
-    task._metric_fn_list.pop(metric, None)
-    task._metric_fn_kwargs.pop(metric, None)
-    for figure, aggregation in aggregations.items():
-        task._aggregation_list[figure] = aggregation
-        task._higher_is_better[figure] = higher_is_better[figure]
 
 
 # --- output --------------------------------------------------------------------------------

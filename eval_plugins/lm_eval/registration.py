@@ -15,8 +15,8 @@ from typing import Any
 def install_task_index(task_manager_cls: type) -> None:
     """lm-eval's TaskManager also indexes the AQUA task folder, and (lm-eval 0.4.13) skips
     lm-eval's built-in tasks in a command-line run that needs none of them; idempotent."""
-    from aqua_tasks.lm_eval.task_folder import with_task_folder
-    from aqua_tasks.lm_eval.task_index import covers_run, may_skip_defaults
+    from eval_plugins.lm_eval.aqua.task_folder import with_task_folder
+    from eval_plugins.lm_eval.aqua.task_index import covers_run, may_skip_defaults
     from eval_plugins.lm_eval.compat import BuiltinsNeeded, index_task_folder, scoring_pipeline
 
     # lm-eval 0.5 keeps its index in other structures: there the full index is built.
@@ -26,7 +26,7 @@ def install_task_index(task_manager_cls: type) -> None:
 
 def install_task_matching(task_manager_cls: type) -> None:
     """lm-eval's TaskManager leaves unbuilt built tracks out of glob matches; idempotent."""
-    from aqua_tasks.lm_eval.task_folder import choose_task_matches
+    from eval_plugins.lm_eval.aqua.task_folder import choose_task_matches
     from eval_plugins.lm_eval.compat import filter_task_matches
 
     filter_task_matches(task_manager_cls, choose_task_matches)
@@ -81,13 +81,13 @@ def register_all() -> None:
     install_task_matching(TaskManager)
     register_models()
     if scoring_pipeline():
-        from aqua_tasks.lm_eval import scorer
         from eval_plugins.lm_eval import judge_scorers
+        from eval_plugins.lm_eval.aqua import scorer
 
         scorer.register()
         judge_scorers.register()
         return
-    from aqua_tasks.lm_eval.task import fix_results
+    from eval_plugins.lm_eval.aqua.task import fix_results
     from eval_plugins.lm_eval.compat import patch_cache_keys, patch_evaluate
     from eval_plugins.lm_eval.metric import install
 

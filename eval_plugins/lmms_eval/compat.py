@@ -27,11 +27,11 @@ release where lmms-eval runs correctly without it, refused with one line where i
 - `filter_task_matches` (skippable): wraps `lmms_eval.tasks.TaskManager.match_tasks(self,
   task_list)`, which `lmms_eval.__main__.cli_evaluate` calls once with the `--tasks` entries to
   expand their globs. Its signature is that of lm-eval 0.4.13's method of the same name, so
-  the wrapper of `eval_plugins.lm_eval.compat` serves both; lmms-eval's TaskManager has no
+  the wrapper of `eval_plugins.built_tasks` serves both; lmms-eval's TaskManager has no
   `metadata` (the run settings are `AQUA_METADATA`), so `choose` gets None for it.
 
 The built task itself has lm-eval's layout (`_metric_fn_list`, `_aggregation_list`, ...), so
-`eval_plugins.lm_eval.compat.predict_only` / `take_over_metric` serve both.
+`eval_plugins.built_tasks.predict_only` / `take_over_metric` serve both.
 
 Which versions: `eval_common.harness_versions`, the one scripts/install-lmms-eval-env.sh
 installs (`lmms-eval==0.7.3`). A new lmms-eval version is supported by changing this module
@@ -50,7 +50,7 @@ from typing import Any
 
 from eval_common.evaluation import collecting, record, tracker_output_folder
 from eval_common.harness_versions import installed_version
-from eval_plugins.lm_eval.compat import ChooseMatches, wrap_match_tasks
+from eval_plugins.built_tasks import ChooseMatches, wrap_match_tasks
 from eval_plugins.seams import seam
 from orca_judge.errors import LlmJudgeError, OrcaMetricError
 from orca_judge.metric.aggregate import SitedValues

@@ -35,9 +35,9 @@ def on_cli(module: ModuleType) -> None:
     with one line and exit status 2 instead of lmms-eval's traceback and exit 0 (settings are
     checked before lmms-eval indexes its tasks); any other failure of a run with our tasks,
     models or metric orca exits 1."""
-    from aqua_tasks.lmms_eval.run_checks import check_cli_run, is_own_run
-    from aqua_tasks.lmms_eval.task import choose_task_matches
     from eval_common.errors import EvalError
+    from eval_plugins.lmms_eval.aqua.run_checks import check_cli_run, is_own_run
+    from eval_plugins.lmms_eval.aqua.task import choose_task_matches
     from eval_plugins.lmms_eval.compat import filter_task_matches, patch_cli
     from eval_plugins.names import LM_EVAL, LMMS_EVAL, load, names_of, targets
 

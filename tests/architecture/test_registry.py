@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from aqua_tasks.lm_eval.task_folder import task_config_dir
 from eval_plugins import names
+from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 # A choice among the table's models, not a registry: the baselines aqua-demo runs.
-CHOICES = {("aqua_tasks/lm_eval/demo.py", "DEMO_MODELS")}
+CHOICES = {("eval_plugins/lm_eval/aqua/demo.py", "DEMO_MODELS")}
 
 
 def test_pyproject_declares_exactly_the_table_for_each_group_a_harness_reads():

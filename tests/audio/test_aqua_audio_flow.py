@@ -12,8 +12,8 @@ from lm_eval.tasks import TaskManager
 
 from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.core.data import load_items
-from aqua_tasks.lm_eval.task_folder import task_config_dir
 from aqua_tasks.models.baselines import AquaBaselineLM
+from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
 from eval_plugins.lm_eval.registration import register_all
 
 pytestmark = pytest.mark.slow

@@ -38,7 +38,7 @@ SKIPPED = {
     "git clone https://github.com/Sakshi113/MMAU mmau-repo": "a download (stood in for here)",
     "vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000": "needs a GPU and the model's weights",
     'AQUA_METADATA=\'{"data_dir": "aqua-mmau/", "mmau_audio_root": "mmau-audio/"}\' lmms-eval '
-    '--include_path "$(python -m aqua_tasks.lmms_eval --include-path)" --model aqua-audiolm '
+    '--include_path "$(python -m eval_plugins.lmms_eval --include-path)" --model aqua-audiolm '
     "--model_args pretrained=/path/to/model --tasks aqua_mmau --log_samples --output_path "
     "runs/mmau-lmms-eval": (
         "runs in the lmms-eval environment: tests_lmms/test_lmms_mmau.py runs aqua_mmau there"

@@ -16,8 +16,8 @@ from aqua_tasks.cli import score as cli_score
 from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.run_settings import check_aqua_metadata
 from aqua_tasks.errors import AquaDataError
-from aqua_tasks.lm_eval import demo
 from aqua_tasks.task.definition import build_docs
+from eval_plugins.lm_eval.aqua import demo
 from orca_judge.errors import OrcaMetricError
 from orca_judge.metric.settings import resolve_settings
 

@@ -15,7 +15,7 @@ from aqua_tasks.core.intervals import bootstrap_ca_interval, metric_intervals, w
 from aqua_tasks.core.manifest import DOC_FIELDS, MANIFEST_FIELDS, sha256_file
 from aqua_tasks.core.prompts import COT_INSTRUCTION
 from aqua_tasks.core.scoring import summarize
-from aqua_tasks.lm_eval.task_folder import task_config_dir
+from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
 
 VARIANT_TASKS = {
     "aqua-design1": "option_design1",

@@ -22,10 +22,10 @@ from aqua_tasks.core.pooling import (
 )
 from aqua_tasks.core.scoring import ALL_METRICS, COUNT_METRICS, ItemOutcome, pack_outcome, summarize
 from aqua_tasks.core.stats import binomial_stderr, bootstrap_ca_stderr
-from aqua_tasks.lm_eval.results import fix_aqua_results
 from aqua_tasks.reports.run_metrics import aqua_rows
 from aqua_tasks.reports.tables import paper_table
 from eval_plugins.lm_eval import compat
+from eval_plugins.lm_eval.aqua.results import fix_aqua_results
 
 TASKS = ("aqua_animal", "aqua_music", "aqua_vocal")
 CLIPS = 360

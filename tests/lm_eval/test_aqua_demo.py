@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from aqua_tasks.core.data import load_items
-from aqua_tasks.lm_eval.demo import demo_questions, run_demo, write_demo_data
-from aqua_tasks.lm_eval.task_folder import task_config_dir
+from eval_plugins.lm_eval.aqua.demo import demo_questions, run_demo, write_demo_data
+from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
 from eval_plugins.lm_eval.registration import register_all
 
 pytestmark = pytest.mark.slow

@@ -225,8 +225,8 @@ def test_the_aqua_group_shows_pooled_figures_not_lm_evals_mean(saved_replies, re
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
-    from aqua_tasks.lm_eval.task_folder import task_config_dir
     from aqua_tasks.reports.tables import paper_table
+    from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
     from eval_plugins.lm_eval.registration import register_all
 
     # First 10 clips per track: Animal's Solvable is right on clips 1, 2, 4, 5, 7, 8 and its

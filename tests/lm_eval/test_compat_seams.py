@@ -9,9 +9,9 @@ import pytest
 
 from aqua_tasks.core.scoring import ItemOutcome, pack_outcome, summarize
 from aqua_tasks.errors import UncollectedOutcomesError
-from aqua_tasks.lm_eval import task as aqua_task
 from aqua_tasks.task.aggregations import aggregate_acc, aggregate_n_items
 from eval_common.harness_versions import supported_range, unsupported_version
+from eval_plugins.lm_eval.aqua import task as aqua_task
 
 REPO = Path(__file__).resolve().parents[2]
 

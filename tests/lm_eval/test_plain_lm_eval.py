@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from orca_fixtures import tiny_trained_checkpoint, write_jsonl
 
-from aqua_tasks.lm_eval.task_folder import task_config_dir, with_task_folder
+from eval_plugins.lm_eval.aqua.task_folder import task_config_dir, with_task_folder
 from eval_plugins.startup_hook import ENV_SWITCH, TRIGGERS, LmEvalImportHook, enabled
 
 pytestmark = pytest.mark.slow

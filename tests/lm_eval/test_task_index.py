@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from aqua_tasks.lm_eval.task_folder import task_config_dir
-from aqua_tasks.lm_eval.task_index import (
+from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
+from eval_plugins.lm_eval.aqua.task_index import (
     OWN_PREFIXES,
     covers,
     indexing_for,

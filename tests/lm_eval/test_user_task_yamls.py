@@ -6,8 +6,8 @@ import pytest
 
 from aqua_tasks.cli import eval as cli_eval
 from aqua_tasks.errors import AquaDataError
-from aqua_tasks.lm_eval.task_folder import task_config_dir
-from aqua_tasks.lm_eval.user_tasks import check_user_task_yamls
+from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
+from eval_plugins.lm_eval.aqua.user_tasks import check_user_task_yamls
 
 ALLOWED = "plain YAML only (mappings, lists, strings, numbers, true/false, null) and !function"
 

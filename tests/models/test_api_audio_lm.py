@@ -35,7 +35,7 @@ CRASH_SCRIPT = """
 import json, sys
 import lm_eval
 from lm_eval.tasks import TaskManager
-from aqua_tasks.lm_eval.task_folder import task_config_dir
+from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
 from eval_plugins.lm_eval.registration import register_all
 register_all()
 lm_eval.simple_evaluate(

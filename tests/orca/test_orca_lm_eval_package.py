@@ -1,4 +1,4 @@
-"""orca_judge.lm_eval: one judge session per evaluation, no module caches, one version gate."""
+"""ORCA under lm-eval: one judge session per evaluation, no module caches, one version gate."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ PACKAGE_MODULES = (
     "eval_plugins.lm_eval.metric",
     "orca_judge.metric.per_item",
     "eval_plugins.orca_wiring",
-    "orca_judge.lm_eval.human",
+    "eval_plugins.lm_eval.orca_human",
     "eval_plugins.lm_eval.compat",
 )
 MUTABLE = (dict, list, set, OrderedDict, deque, bytearray)
@@ -70,7 +70,7 @@ def test_entry_points_and_task_config_name_the_new_package():
     project = (REPO / "pyproject.toml").read_text()
     targets = {
         "eval_plugins.lm_eval.metric:orca",
-        "orca_judge.lm_eval.human:OrcaReplayLM",
+        "eval_plugins.lm_eval.orca_human:OrcaReplayLM",
     }
     named = {
         line.split(" = ")[1].strip('"')
@@ -83,8 +83,8 @@ def test_entry_points_and_task_config_name_the_new_package():
         module, _, attr = target.partition(":")
         assert callable(getattr(importlib.import_module(module), attr))
     text = (REPO / "task_configs" / "orca_human" / "orca_human.yaml").read_text()
-    assert "!function orca_judge.lm_eval.human.load_dataset" in text
-    assert '"orca_judge.lm_eval",' in project
+    assert "!function eval_plugins.lm_eval.orca_human.load_dataset" in text
+    assert '"eval_plugins.lm_eval",' in project
 
 
 def test_compat_names_the_lm_eval_versions_of_the_one_gate():
@@ -135,7 +135,7 @@ def test_two_evaluations_in_one_process_load_and_judge_separately(tmp_path, monk
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    from aqua_tasks.lm_eval.task_folder import task_config_dir
+    from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
     from eval_plugins.lm_eval.registration import register_all
     from orca_judge.judge import OrcaJudge
     from orca_judge.metric import judge_pass

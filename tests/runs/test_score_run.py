@@ -16,7 +16,6 @@ from aqua_tasks.cli.score import main as aqua_score
 from aqua_tasks.core.intervals import metric_stderrs
 from aqua_tasks.core.scoring import ItemOutcome, summarize
 from aqua_tasks.errors import RunError
-from aqua_tasks.lm_eval.results import fix_aqua_results
 from aqua_tasks.reports.run_metrics import load_run_metrics
 from aqua_tasks.runs import (
     RunScores,
@@ -26,6 +25,7 @@ from aqua_tasks.runs import (
     row_figures,
     score_run,
 )
+from eval_plugins.lm_eval.aqua.results import fix_aqua_results
 
 LEGACY = Path(__file__).parents[1] / "data" / "legacy_run_0_1_0"
 TASKS = ["aqua_animal", "aqua_music", "aqua_vocal"]

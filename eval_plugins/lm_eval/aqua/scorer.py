@@ -8,7 +8,7 @@ for, on public ground:
 - its metrics are AQUA's own figures, built from the task's `metric_list` as given: lm-eval's
   registry holds `acc` for log-likelihood tasks and would refuse AQUA's `acc` by output type;
 - `aggregate` sees every item of the task at once and writes the row lm-eval 0.4.13 gets from
-  `aqua_tasks.lm_eval.task.fix_results`: every figure, the standard errors (binomial for
+  `eval_plugins.lm_eval.aqua.task.fix_results`: every figure, the standard errors (binomial for
   accuracies, clip bootstrap for CA), counts as integers with no direction and no standard
   error — the same function, so both releases give the same figures.
 
@@ -31,7 +31,10 @@ from lm_eval.api.metrics import Metric
 from lm_eval.scorers import GenScorer
 
 from aqua_tasks.core.scoring import FALLBACK_METRICS
-from aqua_tasks.lm_eval.results import (
+from aqua_tasks.task.aggregations import aqua_metric_of
+from aqua_tasks.task.config import with_judge
+from aqua_tasks.task.open_ended import judged_task_outcomes
+from eval_plugins.lm_eval.aqua.results import (
     STDERR_BOOT,
     fix_aqua_results,
     fix_fallback_counts,
@@ -39,9 +42,6 @@ from aqua_tasks.lm_eval.results import (
     metric_directions,
     open_directions,
 )
-from aqua_tasks.task.aggregations import aqua_metric_of
-from aqua_tasks.task.config import with_judge
-from aqua_tasks.task.open_ended import judged_task_outcomes
 from orca_judge.metric.judge_pass import JudgeSession
 from orca_judge.metric.payloads import HIGHER_IS_BETTER as JUDGE_DIRECTIONS
 from orca_judge.metric.payloads import figures_for, judge_inputs, needs_prompt

@@ -12,16 +12,16 @@ except ImportError:  # lm-eval 0.4.13: one class for every output type
 
 from aqua_tasks.core.scoring import FALLBACK_METRICS, as_outcome
 from aqua_tasks.errors import UncollectedOutcomesError
-from aqua_tasks.lm_eval.results import (
+from aqua_tasks.task.aggregations import aqua_metric_of
+from aqua_tasks.task.config import prepare_task_config, with_manifest
+from aqua_tasks.task.definition import read_unparsed
+from aqua_tasks.task.open_ended import open_metric_of
+from eval_plugins.lm_eval.aqua.results import (
     STDERR_BOOT,
     fix_aqua_results,
     fix_fallback_counts,
     fix_open_results,
 )
-from aqua_tasks.task.aggregations import aqua_metric_of
-from aqua_tasks.task.config import prepare_task_config, with_manifest
-from aqua_tasks.task.definition import read_unparsed
-from aqua_tasks.task.open_ended import open_metric_of
 
 
 class AquaTask(GenerationTask):
@@ -40,7 +40,7 @@ class AquaTask(GenerationTask):
         self.judge_settings = None
         if importlib.util.find_spec("lm_eval.scorers") is not None:
             # lm-eval 0.5 scores through its public Scorer pipeline: AQUA's one (see scorer.py).
-            from aqua_tasks.lm_eval import scorer
+            from eval_plugins.lm_eval.aqua import scorer
 
             scorer.register()
             self.judge_settings = scorer.judge_settings_of(config)
@@ -55,7 +55,7 @@ class AquaTask(GenerationTask):
         values = super().process_results(doc, results)
         if self.judge_settings is None or values is None:
             return values
-        from aqua_tasks.lm_eval.scorer import judge_value
+        from eval_plugins.lm_eval.aqua.scorer import judge_value
 
         return {**values, **judge_value(self, doc, results)}
 

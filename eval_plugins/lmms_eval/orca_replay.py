@@ -1,6 +1,6 @@
 """`orca-replay` for lmms-eval: answers each doc with the candidate saved for its id.
 
-The lmms-eval counterpart of `orca_judge.lm_eval.human.OrcaReplayLM`: with an ORCA JSONL
+The lmms-eval counterpart of `eval_plugins.lm_eval.orca_human.OrcaReplayLM`: with an ORCA JSONL
 (id, question, reference, rationale, transcript, candidate, ratings) as the task's docs and
 as the answers, `metric: orca` judges exactly the answers the humans rated.
 """

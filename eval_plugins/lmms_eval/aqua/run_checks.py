@@ -17,9 +17,9 @@ from typing import Any
 
 from aqua_tasks.core.settings_place import LMMS_EVAL_PLACE, settings_given_in
 from aqua_tasks.errors import AquaDataError
-from aqua_tasks.lmms_eval import include_path
-from aqua_tasks.lmms_eval.task import METADATA_ENV, METADATA_HELP, run_settings
 from aqua_tasks.models.audio_prompts import refuse_text_only_run
+from eval_plugins.lmms_eval.aqua import include_path
+from eval_plugins.lmms_eval.aqua.task import METADATA_ENV, METADATA_HELP, run_settings
 
 
 def shipped_tasks() -> frozenset[str]:

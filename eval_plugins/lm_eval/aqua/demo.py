@@ -124,12 +124,13 @@ def write_demo_data(root: Path, clips_per_class: int = 2) -> tuple[Path, Path]:
 def run_demo(out: Path, clips_per_class: int = 2, models: Sequence[str] = DEMO_MODELS) -> dict:
     """Evaluate the baselines on the demo data with lm-eval; returns results per model.
 
-    The models must be registered first (`aqua_tasks.register_all()`, as `aqua-demo` does).
+    The models must be registered first (`eval_plugins.lm_eval.registration.register_all()`,
+    as `aqua-demo` does).
     """
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
-    from aqua_tasks.lm_eval.task_folder import task_config_dir
+    from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
 
     data_dir, audio_root = write_demo_data(out, clips_per_class)
     metadata = {"data_dir": str(data_dir), "audio_root": str(audio_root)}
