@@ -75,6 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for flag, value, low in (("--limit", args.limit, 1), ("--batch-size", args.batch_size, 1)):
         if problem := number_problem(flag, value, minimum=low):
             return fail(PROG, problem)
+    # A share of wrong verdicts: NaN or a negative tolerance would turn every judge "NOT fit".
+    if problem := number_problem("--tolerance", args.tolerance, minimum=0, maximum=1):
+        return fail(PROG, problem)
     rule = JudgeRule.from_setting(args.judge_threshold)
     from orca_judge.data import load_items
     from orca_judge.judge import OrcaJudge

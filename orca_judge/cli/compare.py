@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from eval_common.cli import add_json_flag, command, fail
+from eval_common.jsonio import json_safe
 
 PROG = "orca-compare"
 COLUMNS = (
@@ -91,11 +92,15 @@ def main(argv: list[str] | None = None) -> int:
         if not judges:
             return fail(PROG, "no judge: give --orca, --llm-judge or --constant (any number)")
         items = load_items(args.items, require_ratings=True)
+        if not items:
+            return fail(PROG, f"{args.items}: no items (a human-rated JSONL file, one per line)")
         rows = compare(judges, items)
     except (LlmJudgeError, ValueError) as err:
         return fail(PROG, str(err))
     if args.json:
-        print(json.dumps({"items": args.items, "n_items": len(items), "judges": rows}, indent=2))
+        # JSON has no NaN (a constant judge's ρ): null, as every --json of the package writes.
+        payload = {"items": args.items, "n_items": len(items), "judges": rows}
+        print(json.dumps(json_safe(payload), indent=2, allow_nan=False))
         return 0
     print(f"{len(items)} human-rated items from {args.items}; scores on [0, 1]")
     print(table(rows))

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from eval_common.cli import number_problem
 from orca_judge.data import OrcaItem
 from orca_judge.errors import LlmJudgeError
 from orca_judge.metrics import agreement
@@ -103,6 +104,12 @@ class PromptedCompared:
                 f"--llm-judge {self.name}: price_prompt and price_completion are both needed, "
                 "as numbers (per million tokens)"
             ) from None
+        # A price of NaN printed "—" as if none were given; a negative one a negative cost.
+        for key, price in zip(
+            ("price_prompt", "price_completion"), self.prices or (), strict=False
+        ):
+            if problem := number_problem(key, price, minimum=0):
+                raise LlmJudgeError(f"--llm-judge {self.name}: {problem}")
 
     def run(self, items: Sequence[OrcaItem]) -> JudgeRun:
         judge = PromptedJudge(self.settings)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aqua_tasks.cli import build as cli_build
+from aqua_tasks.cli import open_judge_check as cli_open_check
 from aqua_tasks.cli import regress as cli_regress
 from aqua_tasks.cli import report as cli_report
 from aqua_tasks.cli import score as cli_score
@@ -16,6 +17,7 @@ TRAIN = ["--output", "{tmp}/o", "--train", "{tmp}/t.jsonl", "--dev", "{tmp}/d.js
 ORCA_SCORE = ["--checkpoint", "{tmp}/c", "--input", "{tmp}/i.jsonl"]
 BUILD = ["--input", "{tmp}/a.json", "--output", "{tmp}/o", "--name", "x.json"]
 REGRESS = ["--baseline", "{tmp}/a", "--candidate", "{tmp}/b"]
+OPEN_CHECK = ["--checkpoint", "{tmp}/c", "--data-dir", "{tmp}/d"]
 # (command module, argv, the one line expected after "<prog>: error: ")
 CASES = [
     (cli_score, ["{tmp}/r", "--seed", "-1"], "--seed: expected a finite number with 0 <= --seed"),
@@ -43,6 +45,9 @@ CASES = [
     (cli_train, [*TRAIN, "--heldout-fraction", "1.5"], "0 <= --heldout-fraction < 1, got 1.5"),
     (cli_train, [*TRAIN, "--heldout-fraction", "1"], "0 <= --heldout-fraction < 1, got 1.0"),
     (cli_train, [*TRAIN, "--heldout-fraction", "nan"], "--heldout-fraction < 1, got nan"),
+    # A share of wrong verdicts: NaN or a negative one made every judge "NOT fit".
+    (cli_open_check, [*OPEN_CHECK, "--tolerance", "nan"], "0 <= --tolerance <= 1, got nan"),
+    (cli_open_check, [*OPEN_CHECK, "--tolerance", "-1"], "0 <= --tolerance <= 1, got -1.0"),
 ]
 
 

@@ -205,7 +205,7 @@ def test_orca_compare_prints_orca_a_prompted_judge_and_a_constant_side_by_side(
     assert set(rows) == {"orca", "llm_judge", "constant"}
     assert rows["llm_judge"]["rho"] > 0.8 and rows["llm_judge"]["n"] == 16
     assert rows["llm_judge"]["tokens_per_1k"] > 0 and rows["llm_judge"]["cost_per_1k"] > 0
-    assert rows["constant"]["rho"] != rows["constant"]["rho"]  # nan: a constant has no ranking
+    assert rows["constant"]["rho"] is None  # a constant has no ranking; JSON has no NaN
     assert rows["constant"]["mae_mu"] > 0 and rows["orca"]["cost_per_1k"] is None
     assert -1 <= rows["orca"]["rho"] <= 1 and rows["orca"]["items_per_s"] > 0
 
@@ -274,3 +274,24 @@ def test_metric_llm_judge_under_plain_lm_eval_then_a_rerun_from_the_cache(stub, 
     results, sent, err = runs["metadata"]
     assert sent == 0 and "0 asked, 5 from cache" in err
     assert results["results"]["tiny_judged"]["llm_judge,none"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("price", "message"),
+    [
+        ("-0.5", "price_prompt: expected a finite number with 0 <= price_prompt, got -0.5"),
+        ("nan", "price_prompt: expected a finite number with 0 <= price_prompt, got nan"),
+    ],
+)
+def test_orca_compare_refuses_a_negative_or_nan_price(tmp_path, capsys, price, message):
+    items = str(write_jsonl(tmp_path / "human.jsonl", synthetic_items(4, 7, "h")))
+    spec = f"base_url=http://127.0.0.1:9/v1/chat/completions,model=m,price_prompt={price},"
+    assert orca_compare(["--items", items, "--llm-judge", spec + "price_completion=1"]) == 2
+    assert capsys.readouterr().err.strip() == f"orca-compare: error: --llm-judge m: {message}"
+
+
+def test_orca_compare_refuses_an_empty_item_file(tmp_path, capsys):
+    (tmp_path / "empty.jsonl").write_text("")
+    assert orca_compare(["--items", str(tmp_path / "empty.jsonl"), "--constant", "3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("orca-compare: error: ") and "no items" in err
