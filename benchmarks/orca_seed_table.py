@@ -26,11 +26,21 @@ difference.
 `--check` exits 1 when the worst seed's ρ is under `--target-rho` or the spread over
 `--max-spread` (issue targets: .85 and .03). Environment: set `OMP_NUM_THREADS` and
 `HF_HUB_OFFLINE=1` as for `orca-train`.
+
+Every record is checked before it is used: a run's record names its recipe (config file and
+its SHA-256, held-out fraction, data folder, backbone, the extra orca-train flags, seeds), and
+one made by another recipe, or unreadable, is refused with one line naming the file — never
+read as this recipe's figures. `--results FILE` (benchmarks/results/orca_seed_table.json)
+keeps one row per finished run (recipe, held-out n, ρ, τ, MAE_μ, MAE_σ², wall time, peak
+RSS, threads, commit), merged across sittings: a run whose row is there for the same recipe
+is not trained again even when its run folder is gone (a fresh checkout), so the table
+grows over several sittings.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -39,6 +49,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
 
 FIGURES = ("rho", "tau", "mae_mu", "mae_var")
 
@@ -74,6 +86,102 @@ def heldout_figures(checkpoint: Path, kind: str) -> dict[str, float]:
         "items": heldout["items"],
         **{name: float(figures.get(name, math.nan)) for name in FIGURES},
     }
+
+
+def recipe_of(args: argparse.Namespace, extra: list[str], split_seed: int, seed: int) -> dict:
+    """What makes a run this recipe's: the config and its content, every flag, the seeds."""
+    return {
+        "config": args.config.name,
+        "config_sha256": hashlib.sha256(args.config.read_bytes()).hexdigest(),
+        "heldout_fraction": args.heldout_fraction,
+        "data_dir": str(args.data_dir) if args.data_dir else None,
+        "backbone": args.backbone,
+        "orca_train_args": list(extra),
+        "split_seed": split_seed,
+        "seed": seed,
+    }
+
+
+def differences(recorded: dict, wanted: dict) -> str:
+    keys = sorted(k for k in {*recorded, *wanted} if recorded.get(k) != wanted.get(k))
+    return ", ".join(f"{k} {recorded.get(k)!r} (now {wanted.get(k)!r})" for k in keys)
+
+
+def _number(value: object, low: float, high: float) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
+
+
+def check_row(row: object, where: str) -> dict:
+    """A finished run's row as read back; SystemExit naming `where` when it is not one."""
+    ranges = {"rho": (-1, 1), "tau": (-1, 1), "mae_mu": (0, 1), "mae_var": (0, 1)}
+    if not isinstance(row, dict) or not isinstance(row.get("recipe"), dict):
+        raise SystemExit(f"{where}: not a seed-table row (no recipe)")
+    # An undefined figure (a judge with constant predictions has no ρ) is null in the file.
+    row = {**row, **{k: math.nan for k in ranges if row.get(k) is None}}
+    bad = [
+        k
+        for k, (lo, hi) in ranges.items()
+        if not (_number(row[k], lo, hi) or (isinstance(row[k], float) and math.isnan(row[k])))
+    ]
+    if not (isinstance(row.get("items"), int) and row["items"] > 0):
+        bad.append("items")
+    if bad:
+        raise SystemExit(f"{where}: {', '.join(bad)} missing or out of range; not used")
+    return row
+
+
+def read_record(path: Path, recipe: dict) -> dict:
+    """A run's record, checked against the recipe asked for now."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise SystemExit(
+            f"{path}: unreadable record ({error}); delete it (and the run folder beside it) to "
+            "train that run again"
+        ) from None
+    if not isinstance(record, dict) or record.get("recipe") != recipe:
+        found = record.get("recipe") if isinstance(record, dict) else None
+        raise SystemExit(
+            f"{path}: made by another recipe ({differences(found or {}, recipe)}); "
+            "use another --out"
+        )
+    return record
+
+
+def read_results(path: Path | None) -> list[dict]:
+    """The rows of a results file (none when it does not exist), each checked."""
+    if path is None or not path.exists():
+        return []
+    try:
+        rows = json.loads(path.read_text())["runs"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise SystemExit(f"{path}: not a seed-table results file ({error!r})") from None
+    if not isinstance(rows, list):
+        raise SystemExit(f"{path}: 'runs' is not a list")
+    return [check_row(row, f"{path} run {i + 1}") for i, row in enumerate(rows)]
+
+
+def write_results(path: Path, rows: list[dict]) -> None:
+    """Merge rows into the results file: one per recipe, the newest kept; written whole."""
+    merged = {json.dumps(r["recipe"], sort_keys=True): r for r in read_results(path)}
+    merged |= {json.dumps(r["recipe"], sort_keys=True): r for r in rows}
+    ordered = sorted(merged.values(), key=lambda r: (r["recipe"]["config"],
+                     r["recipe"]["split_seed"], r["recipe"]["seed"]))  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    safe = [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()}
+            for r in ordered]  # fmt: skip
+    tmp.write_text(json.dumps({"runs": safe}, indent=1, allow_nan=False) + "\n")
+    tmp.replace(path)
+
+
+def commit() -> str | None:
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
+                              text=True, timeout=10)  # fmt: skip
+    except OSError:
+        return None
+    return done.stdout.strip() or None
 
 
 def summary(rows: list[dict]) -> dict[str, float]:
@@ -134,7 +242,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-spread", type=float, default=0.03)
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        help="results file to merge the finished runs into (one row per run, kept across "
+        "sittings), e.g. benchmarks/results/orca_seed_table.json",
+    )
     args = parser.parse_args(argv)
+    for flag, value in (("--target-rho", args.target_rho), ("--max-spread", args.max_spread)):
+        if not (math.isfinite(value) and -1 <= value <= 2):
+            parser.error(f"{flag}: expected a finite number in [-1, 2], got {value!r}")
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out}: a file, not a folder")
     if not 0 < args.heldout_fraction < 1:
         parser.error(f"--heldout-fraction must be in (0, 1), got {args.heldout_fraction}")
     for name in ("seeds", "split_seeds"):
@@ -145,18 +264,20 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--config {args.config}: no such file")
     args.out.mkdir(parents=True, exist_ok=True)
     kind = "clamped" if args.clamped else "raw"
+    committed = {json.dumps(r["recipe"], sort_keys=True): r for r in read_results(args.results)}
+    threads = os.environ.get("OMP_NUM_THREADS")
     rows = []
     for split_seed in args.split_seeds:
         for seed in args.seeds:
+            recipe = recipe_of(args, extra, split_seed, seed)
             folder = _run_folder(args.out, split_seed, seed)
             record_file = args.out / f"{folder.name}.json"
+            known = committed.get(json.dumps(recipe, sort_keys=True))
+            if not record_file.is_file() and known is not None and kind == "raw":
+                rows.append(known)  # finished in an earlier sitting
+                continue
             if record_file.is_file():
-                record = json.loads(record_file.read_text())
-            elif (folder / "metrics.json").is_file() and "heldout" in json.loads(
-                (folder / "metrics.json").read_text()
-            ):
-                # Finished before this script recorded it (trained by hand): time unknown.
-                record = {"wall_s": math.nan, "peak_rss_mb": math.nan, "resumed": None}
+                record = read_record(record_file, recipe)
             else:
                 command = [
                     sys.executable, "-m", "orca_judge.cli.train", "--config", str(args.config),
@@ -168,27 +289,34 @@ def main(argv: list[str] | None = None) -> int:
                     *extra,
                 ]  # fmt: skip
                 print(f"training split {split_seed} seed {seed} -> {folder}", file=sys.stderr)
-                # A run folder left by an interrupted run: orca-train resumes it, and the
-                # time measured is that of the part run now.
+                # A run folder left by an interrupted run: orca-train resumes it (refusing one
+                # of another recipe), and the time measured is that of the part run now.
                 resumed = folder.with_name(f"{folder.name}-run").exists()
                 seconds, peak_mb = train_once(command, args.out / f"{folder.name}.log")
                 record = {
+                    "recipe": recipe,
                     "wall_s": seconds,
                     "peak_rss_mb": peak_mb,
                     "resumed": resumed,
+                    "threads": threads,
+                    "commit": commit(),
                     "command": command[1:],
                 }
                 record_file.write_text(json.dumps(record, indent=1) + "\n")
-            rows.append(
-                {
-                    "split_seed": split_seed,
-                    "seed": seed,
-                    **heldout_figures(folder, kind),
-                    "wall_s": record["wall_s"],
-                    "peak_rss_mb": record["peak_rss_mb"],
-                    "resumed": record.get("resumed"),
-                }
-            )
+            row = {
+                "split_seed": split_seed,
+                "seed": seed,
+                **heldout_figures(folder, kind),
+                "wall_s": record["wall_s"],
+                "peak_rss_mb": record["peak_rss_mb"],
+                "resumed": record.get("resumed"),
+                "threads": record.get("threads"),
+                "commit": record.get("commit"),
+                "recipe": recipe,
+            }
+            rows.append(check_row(row, str(folder / "metrics.json")) if kind == "raw" else row)
+    if args.results and kind == "raw":
+        write_results(args.results, rows)
     groups = {
         f"split {p}": summary([r for r in rows if r["split_seed"] == p]) for p in args.split_seeds
     }

@@ -81,3 +81,59 @@ def test_a_rerun_reads_the_finished_runs_and_check_fails_on_a_missed_target(tiny
     table = run_table(tiny_recipe, "--max-spread", "1", "--target-rho", "-1", "--check")
     assert table.returncode == 0 and "| 3 | 1 |" in table.stdout
     assert table.stdout.strip().endswith("targets met")
+
+
+def test_a_record_of_another_recipe_is_refused_not_reused(tiny_recipe, first, tmp_path):
+    changed = tmp_path / "tiny.yaml"
+    changed.write_text((tiny_recipe / "tiny.yaml").read_text().replace("lr: 1.0e-3", "lr: 2.0e-3"))
+    done = run_table(tiny_recipe, "--config", str(changed))
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()[-1:]
+    assert "split-3-seed-0.json: made by another recipe (config_sha256 " in line
+    assert line.endswith("use another --out")
+
+
+def test_a_truncated_record_is_one_line_naming_it(tiny_recipe, first, tmp_path):
+    out = tmp_path / "runs"
+    out.mkdir()
+    (out / "split-3-seed-0.json").write_text('{"recipe": {"con')
+    done = run_table(tiny_recipe, "--out", str(out))
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "split-3-seed-0.json: unreadable record" in done.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--target-rho", "nan", "--check"], "--target-rho: expected a finite number"),
+        (["--max-spread", "inf"], "--max-spread: expected a finite number"),
+    ],
+)
+def test_a_nan_target_is_refused_before_any_training(tiny_recipe, tmp_path, args, message):
+    done = run_table(tiny_recipe, "--out", str(tmp_path / "fresh"), *args)
+    assert done.returncode == 2 and message in done.stderr
+    assert not (tmp_path / "fresh").exists()
+
+
+def test_out_naming_a_file_is_refused(tiny_recipe, tmp_path):
+    (tmp_path / "file").write_text("")
+    done = run_table(tiny_recipe, "--out", str(tmp_path / "file"))
+    assert done.returncode == 2 and "a file, not a folder" in done.stderr
+
+
+def test_results_keep_finished_runs_across_sittings(tiny_recipe, first, tmp_path):
+    results = tmp_path / "orca_seed_table.json"
+    assert run_table(tiny_recipe, "--results", str(results)).returncode == 0
+    rows = json.loads(results.read_text())["runs"]
+    assert [(r["recipe"]["split_seed"], r["recipe"]["seed"]) for r in rows] == [(3, 0), (3, 1)]
+    assert all(r["recipe"]["config_sha256"] and r["items"] > 0 for r in rows)
+    # A fresh checkout: no run folder, only the committed rows; nothing is trained again.
+    done = run_table(tiny_recipe, "--out", str(tmp_path / "empty"), "--results", str(results),
+                     "--json")  # fmt: skip
+    assert done.returncode == 0 and "training" not in done.stderr
+    assert [r["rho"] for r in json.loads(done.stdout)["runs"]] == [r["rho"] for r in rows]
+    # An edited row is refused, naming the file and run.
+    rows[1]["rho"] = 7
+    results.write_text(json.dumps({"runs": rows}))
+    done = run_table(tiny_recipe, "--out", str(tmp_path / "empty"), "--results", str(results))
+    assert done.returncode != 0 and "run 2: rho missing or out of range" in done.stderr
