@@ -73,14 +73,9 @@ def targets(harness: str, kind: str) -> dict[str, str]:
     return dict(TABLE[(harness, kind)])
 
 
-def package_of(target: str) -> str:
-    """The top-level package a target belongs to (`aqua_tasks`, `orca_judge`, `eval_plugins`)."""
-    return target.partition(":")[0].partition(".")[0]
-
-
-def names_of(harness: str, kind: str, package: str) -> list[str]:
-    """The names of one kind a package adds to `harness`, in table order."""
-    return [n for n, t in TABLE[(harness, kind)].items() if package_of(t) == package]
+def aqua_models(harness: str) -> list[str]:
+    """The AQUA models of `harness` (every model of the table but ORCA's `orca-*` ones)."""
+    return [name for name in TABLE[(harness, "models")] if not name.startswith("orca-")]
 
 
 def dotted(target: str) -> str:

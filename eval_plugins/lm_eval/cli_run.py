@@ -133,10 +133,10 @@ def check_model_args(args: Any, aqua_metadata: dict | None = None) -> None:
     that needs audio refuses a text-only run before any request.
     """
     from aqua_tasks.models.audio_prompts import refuse_text_only_run
-    from eval_plugins.names import LM_EVAL, load, names_of, targets
+    from eval_plugins.names import LM_EVAL, aqua_models, load, targets
 
     name = str(getattr(args, "model", "") or "")
-    if name not in names_of(LM_EVAL, "models", "aqua_tasks"):
+    if name not in aqua_models(LM_EVAL):
         return  # lm-eval's own models check their own arguments
     cls = load(targets(LM_EVAL, "models")[name])
     model_args = getattr(args, "model_args", None)

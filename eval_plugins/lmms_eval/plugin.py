@@ -39,10 +39,10 @@ def on_cli(module: ModuleType) -> None:
     from eval_plugins.lmms_eval.aqua.run_checks import check_cli_run, is_own_run
     from eval_plugins.lmms_eval.aqua.task import choose_task_matches
     from eval_plugins.lmms_eval.compat import filter_task_matches, patch_cli
-    from eval_plugins.names import LM_EVAL, LMMS_EVAL, load, names_of, targets
+    from eval_plugins.names import LM_EVAL, LMMS_EVAL, aqua_models, load, targets
 
     # AQUA's lmms-eval models carry the names of the lm-eval classes they wrap.
-    ours = names_of(LMMS_EVAL, "models", "aqua_tasks")
+    ours = aqua_models(LMMS_EVAL)
     classes = targets(LM_EVAL, "models")
 
     def check(args: object) -> None:
