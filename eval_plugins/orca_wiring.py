@@ -377,3 +377,23 @@ def wire_llm_judge(
     )
     setattr(task, LLM_WIRED, True)
     return settings
+
+
+# wire(task, session): one judge's wiring of a built task in one harness (None: not used).
+Wire = Callable[[Any, JudgeSession], OrcaMetricSettings | LlmJudgeSettings | None]
+
+
+def prepare_tasks(
+    task_dict: Mapping[str, Any], wires: Sequence[Wire]
+) -> list[OrcaMetricSettings | LlmJudgeSettings]:
+    """Wire every built task that uses a judge, with each harness's `wires` (orca, llm_judge),
+    in the evaluation's judge session; raises before any request is built. Both harnesses."""
+    from eval_common.evaluation import built_tasks as tasks_of
+
+    session = active_session() or JudgeSession()
+    found: list[OrcaMetricSettings | LlmJudgeSettings] = []
+    for task in tasks_of(task_dict):
+        for wire_one in wires:
+            if (settings := wire_one(task, session)) is not None:
+                found.append(settings)
+    return found

@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-from eval_common.evaluation import built_tasks
+from eval_plugins import orca_wiring as wiring
 from eval_plugins.lmms_eval import compat
 from eval_plugins.orca_wiring import wire, wire_llm_judge
 from orca_judge.metric.aggregate import aggregate, doc_less_payloads
-from orca_judge.metric.judge_pass import JudgeSession, active_session
+from orca_judge.metric.judge_pass import JudgeSession
 from orca_judge.metric.settings import LMMS_EVAL_METADATA_HINT, METRIC, OrcaMetricSettings
 from orca_judge.prompted import metric as prompted
 from orca_judge.prompted.settings import LMMS_EVAL_METADATA_HINT as LLM_METADATA_HINT
@@ -83,13 +83,7 @@ def wire_llm_judge_task(task: Any, session: JudgeSession | None = None) -> LlmJu
 
 def prepare_tasks(task_dict: Mapping[str, Any]) -> list[OrcaMetricSettings | LlmJudgeSettings]:
     """Wire every task that uses orca or llm_judge; raises before any request is built."""
-    session = active_session() or JudgeSession()
-    found: list[OrcaMetricSettings | LlmJudgeSettings] = []
-    for task in built_tasks(task_dict):
-        for wire_one in (wire_task, wire_llm_judge_task):
-            if (settings := wire_one(task, session)) is not None:
-                found.append(settings)
-    return found
+    return wiring.prepare_tasks(task_dict, (wire_task, wire_llm_judge_task))
 
 
 def register() -> None:
