@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Mapping
 
 try:  # lm-eval 0.5: one public task class per output type
@@ -22,6 +21,7 @@ from eval_plugins.lm_eval.aqua.results import (
     fix_fallback_counts,
     fix_open_results,
 )
+from eval_plugins.lm_eval.compat import scoring_pipeline
 
 
 class AquaTask(GenerationTask):
@@ -38,7 +38,7 @@ class AquaTask(GenerationTask):
             config, config.get("metadata") or {}, audio_key="doc_to_audio", no_audio=None
         )
         self.judge_settings = None
-        if importlib.util.find_spec("lm_eval.scorers") is not None:
+        if scoring_pipeline():
             # lm-eval 0.5 scores through its public Scorer pipeline: AQUA's one (see scorer.py).
             from eval_plugins.lm_eval.aqua import scorer
 
