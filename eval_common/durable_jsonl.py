@@ -34,13 +34,21 @@ def cache_root(kind: str) -> Path:
 
 def read_records(path: str | os.PathLike, required: str = "key") -> tuple[list[dict], int]:
     """The records of a JSON-lines file that hold `required`, and how many lines were torn."""
-    records: list[dict] = []
+    numbered, torn = read_numbered_records(path, required)
+    return [record for _, record in numbered], torn
+
+
+def read_numbered_records(
+    path: str | os.PathLike, required: str = "key"
+) -> tuple[list[tuple[int, dict]], int]:
+    """As `read_records`, each record with its line number (for messages naming the line)."""
+    records: list[tuple[int, dict]] = []
     torn = 0
     path = Path(path)
     if not path.is_file():
         return records, torn
     with path.open("rb") as handle:
-        for line in handle:
+        for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
@@ -49,7 +57,7 @@ def read_records(path: str | os.PathLike, required: str = "key") -> tuple[list[d
                 torn += 1  # only a write cut short by a kill leaves such a line
                 continue
             if isinstance(record, dict) and required in record:
-                records.append(record)
+                records.append((number, record))
             else:
                 torn += 1
     return records, torn
@@ -65,6 +73,20 @@ class DurableAppender:
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+
+    def require_writable(self, what: str) -> None:
+        """OutputError naming the file unless it can be created or appended to (no data written)."""
+        from eval_common.errors import OutputError
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            os.close(os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            raise OutputError(
+                f"{self.path}: cannot write {what} there ({reason}); choose a writable "
+                "cache_dir (or $AQUA_CACHE_DIR), or turn the cache off"
+            ) from None
 
     def append(self, records: Iterable[Mapping[str, Any]]) -> None:
         """Write `records`, one line each, and fsync them."""

@@ -257,3 +257,15 @@ def post_with_retries(
             if on_retry is not None:
                 on_retry(failure)
             sleep(retry_delay(retries, policy, failure.retry_after, rng))
+
+
+def usage_tokens(usage: object, name: str) -> int:
+    """`usage[name]` of an OpenAI-style reply as a token count; 0 where it is missing or odd.
+
+    Servers differ in what they put there (null, a string, nothing); the count is bookkeeping,
+    so an unreadable one is zero rather than a failed request.
+    """
+    value = usage.get(name) if isinstance(usage, Mapping) else None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0

@@ -205,14 +205,20 @@ class OrcaModel(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         if self.cls_token is not None:
-            return self.head(self._cls_hidden(input_ids, attention_mask).float())
+            return self._head(self._cls_hidden(input_ids, attention_mask))
         kwargs = {"use_cache": False} if self.pooling == "last" else {}
         if self.pooling == "last":
             # Positions count real tokens only, so left padding gives the unpadded result.
             kwargs["position_ids"] = (attention_mask.long().cumsum(dim=1) - 1).clamp(min=0)
         out = self.backbone(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
         pool = pool_last if self.pooling == "last" else pool_mean
-        return self.head(pool(out.last_hidden_state, attention_mask).float())
+        return self._head(pool(out.last_hidden_state, attention_mask))
+
+    def _head(self, pooled: torch.Tensor) -> torch.Tensor:
+        # fp32 even under a training run's autocast: the head is tiny, and the rating
+        # distribution's logits are what the loss and every figure read.
+        with torch.autocast(pooled.device.type, enabled=False):
+            return self.head(pooled.float())
 
     def _cls_hidden(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         rows = torch.arange(input_ids.shape[0], device=input_ids.device)

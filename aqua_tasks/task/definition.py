@@ -33,7 +33,7 @@ from aqua_tasks.core.scoring import (
     score_reply,
 )
 from aqua_tasks.errors import AquaDataError, AudioFileError
-from aqua_tasks.task.fallback import reader_for, settings_text
+from aqua_tasks.task.fallback import check_fallback_settings, reader_for, settings_text
 from eval_common.cli import parse_bool
 
 logger = logging.getLogger(__name__)
@@ -57,6 +57,8 @@ def task_manifest(
         settings = fallback_settings({"extractor": name, "fallback": fallback})
     except ValueError as error:
         raise AquaDataError(f"--metadata {error}") from None
+    if settings is not None:
+        check_fallback_settings(settings)  # every type and range, before any generation
     return run_manifest(
         data_file=track_file(data_dir, track, variant),
         track=track,
@@ -95,6 +97,9 @@ def build_docs(
         # (never a key: only the name of its variable), so `process_results` can ask it.
         run |= {k: manifest[k] for k in FALLBACK_MANIFEST_FIELDS}
         run["fallback"] = settings_text(fallback)
+        # Opened now, before any generation: every setting's type, a local model's folder
+        # and the cache's folder are checked here, not after the last reply.
+        reader_for(run["fallback"])
     settings = settings or {}
     with_audio = audio_enabled(settings)
     roots = AudioRoots.from_settings(settings)

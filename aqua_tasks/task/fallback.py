@@ -8,30 +8,38 @@ are pure (`core.extract.fallback`). An invalid reply is re-asked with the reason
 `max_attempts` asks; after that, or when the request still fails, the reply stays unparsed
 and is counted as a failed fallback, never a crash. Readings the model gave are cached on
 disk by model and settings + prompt version + endpoint + options + reply, so a rerun sends
-nothing for them; a transport failure is not cached. A server that refuses every request
-(401/403/404, never reached), or a batch whose every request failed, stops with one line.
+nothing for them; a failed reading (transport, or invalid replies to every ask) is never
+cached, so a rerun asks again and its outcome never depends on the cache's state. A cached
+reading is checked as a fresh one (this prompt version, a code for one of the reply's
+options): one that fails is counted and asked again. A server that refuses every request
+(401/403/404, never reached), or a batch whose every request failed, stops with one line
+that says which (no answer, or unusable replies).
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import sys
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from aqua_tasks.core.extract.fallback import (
     FAILED,
     FALLBACK_PROMPT_VERSION,
+    NONE,
+    OPTION_CODES_START,
     fallback_messages,
     re_ask,
     read_fallback_reply,
 )
 from aqua_tasks.errors import EndpointError
+from eval_common.concurrent_calls import run_calls
 from eval_common.durable_jsonl import cache_root
 from eval_common.http import RequestFailure, redact
-from eval_common.reply_cache import ReplyCache, cache_file_name, cache_key
+from eval_common.reply_cache import ReplyCache, cache_file_name, cache_key, cache_note
 from orca_judge.prompted.backends import ChatBackend, make_backend
 from orca_judge.prompted.settings import LlmJudgeSettings, build_settings
 
@@ -45,6 +53,7 @@ class FallbackStats:
     asked: int = 0  # replies that needed the model (not from a cache)
     from_cache: int = 0
     failed: int = 0  # invalid after every ask, or the request failed
+    failed_unusable: int = 0  # of those: invalid replies to every ask (the server answered)
     invalid_replies: int = 0
     requests: int = 0
 
@@ -52,6 +61,21 @@ class FallbackStats:
 def default_cache_dir() -> Path:
     """`$AQUA_CACHE_DIR/llm-fallback`, else `$XDG_CACHE_HOME/aqua-bench-eval/llm-fallback`."""
     return cache_root("llm-fallback")
+
+
+def cached_reading_problem(entry: Mapping) -> str | None:
+    """Why a fallback cache entry cannot be a reading (None: it can; options checked on use)."""
+    if entry.get("prompt_version") != FALLBACK_PROMPT_VERSION:
+        return f"prompt_version {entry.get('prompt_version')!r}, not {FALLBACK_PROMPT_VERSION}"
+    reading = entry.get("reading")
+    if isinstance(reading, bool) or not isinstance(reading, int) or reading < NONE:
+        return f"reading {reading!r} is not a fallback code"
+    return None
+
+
+def check_fallback_settings(settings: Mapping) -> None:
+    """LlmJudgeError naming the first fallback setting of a wrong type or range."""
+    build_settings(dict(settings), WHERE)
 
 
 def settings_text(settings: Mapping) -> str:
@@ -69,11 +93,14 @@ class FallbackReader:
         if self.settings.cache:
             folder = Path(self.settings.cache_dir) if self.settings.cache_dir else None
             name = cache_file_name(f"{self.settings.backend}-{self.settings.model}")
-            self.cache = ReplyCache((folder or default_cache_dir()) / name)
+            self.cache = ReplyCache(
+                (folder or default_cache_dir()) / name, check=cached_reading_problem
+            )
         self.stats = FallbackStats()
         # This process's readings, transport failures included: a reply the batch before
         # `process_results` failed to read is not asked again item by item.
         self._memory: dict[str, int] = {}
+        self._minutes_noted = 0
         self._lock = threading.Lock()
         self._reached = threading.Event()
 
@@ -96,18 +123,22 @@ class FallbackReader:
             if key in self._memory:
                 return self._memory[key]
         cached = self.cache.get(key) if self.cache is not None else None
+        if cached is not None and cached["reading"] >= OPTION_CODES_START + len(options):
+            self.cache.refuse(key, f"reading {cached['reading']} for {len(options)} options")
+            cached = None
         if cached is not None:
             with self._lock:
                 self.stats.from_cache += 1
-                self._memory[key] = int(cached["reading"])
-            return int(cached["reading"])
+                self._memory[key] = cached["reading"]
+            return cached["reading"]
         with self._lock:
             self.stats.asked += 1
         reading, transport_failed = self._asked(options, reply, stop)
         with self._lock:
             self.stats.failed += reading == FAILED
+            self.stats.failed_unusable += reading == FAILED and not transport_failed
             self._memory[key] = reading
-        if self.cache is not None and not transport_failed:
+        if self.cache is not None and reading != FAILED:
             self.cache.put(key, {"prompt_version": FALLBACK_PROMPT_VERSION, "reading": reading})
         return reading
 
@@ -143,16 +174,42 @@ class FallbackReader:
         """
         stop = threading.Event()
         failed_before, asked_before = self.stats.failed, self.stats.asked
+        unusable_before = self.stats.failed_unusable
         workers = 1 if self.settings.backend == "hf" else self.settings.concurrency
         try:
-            with ThreadPoolExecutor(max_workers=workers) as executor:
-                readings = list(executor.map(lambda p: self._ask(p[0], p[1], stop), pairs))
+            readings = run_calls(
+                [functools.partial(self._ask, options, reply, stop) for options, reply in pairs],
+                workers,
+                stop,
+                on_wait=self._note_waiting,
+                abort=self.backend.close,
+            )
         except RequestFailure as failure:
             raise self._endpoint_error(failure.message, failure.status) from None
         asked = self.stats.asked - asked_before
         if all_failed_is_error and asked > 1 and self.stats.failed - failed_before == asked:
+            unusable = self.stats.failed_unusable - unusable_before
+            if unusable == asked:
+                raise EndpointError(
+                    f"LLM fallback: {self.settings.model!r} answered all {asked} replies it was "
+                    f"asked to read, but never in the form asked for ({self.settings.max_attempts}"
+                    " asks each); choose a model that follows the JSON instruction (nothing was "
+                    "cached: a rerun asks again)"
+                )
             raise self._endpoint_error(f"all {asked} fallback requests failed", None)
         return readings
+
+    def _note_waiting(self, seconds: float) -> None:
+        """Every minute without a reading, one line on stderr: the run is waiting, not stuck."""
+        minute = int(seconds // 60)
+        if minute > self._minutes_noted:
+            self._minutes_noted = minute
+            print(
+                f"LLM fallback: no reading from {self.settings.endpoint() or self.settings.model}"
+                f" for {seconds:.0f} s (timeout {self.settings.timeout:g} s, "
+                f"{self.settings.max_retries} retries per ask); Ctrl-C stops",
+                file=sys.stderr,
+            )
 
     def _endpoint_error(self, message: str, status: int | None) -> EndpointError:
         hint = {
@@ -171,7 +228,7 @@ class FallbackReader:
         return (
             f"LLM fallback {self.settings.model} ({FALLBACK_PROMPT_VERSION}): {s.asked} replies "
             f"asked, {s.from_cache} from cache, {s.failed} failed; {s.requests} requests, "
-            f"{s.invalid_replies} invalid replies re-asked or given up"
+            f"{s.invalid_replies} invalid replies re-asked or given up" + cache_note(self.cache)
         )
 
 

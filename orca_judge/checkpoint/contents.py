@@ -37,9 +37,17 @@ FORMAT_1_TRAINING: dict[str, Any] = {
 }
 
 
+# Training arguments added since, with the value that means "as before they existed": a
+# checkpoint recording that value is the judge an older one without the field is, so it is
+# left out of the mapping fingerprints and orca-average read.
+LATER_TRAINING_AS_BEFORE: dict[str, Any] = {"autocast": "off"}
+
+
 def recorded_settings(config: OrcaConfig, training: Mapping[str, Any]) -> dict[str, Any]:
     """A judge's config and training arguments as one mapping, as format orca-judge/1 had it."""
-    return {**FORMAT_1_TRAINING, **training, **config.to_dict()}
+    as_before = LATER_TRAINING_AS_BEFORE.items()
+    kept = {k: v for k, v in training.items() if (k, v) not in as_before}
+    return {**FORMAT_1_TRAINING, **kept, **config.to_dict()}
 
 
 @dataclass

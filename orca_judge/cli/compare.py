@@ -19,7 +19,8 @@ COLUMNS = (
     ("rho", "ρ", "{:.3f}"),
     ("tau", "τ", "{:.3f}"),
     ("mae_mu", "MAE_μ", "{:.3f}"),
-    ("items_per_s", "items/s", "{:.1f}"),
+    ("items_per_s", "items/s (live)", "{:.1f}"),
+    ("from_cache", "from cache", "{}"),
     ("tokens_per_1k", "tokens/1k items", "{:.0f}"),
     ("cost_per_1k", "cost/1k items", "{:.4f}"),
 )

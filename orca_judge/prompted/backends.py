@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from eval_common.http import HttpSession, RequestFailure, RetryPolicy, post_with_retries, redact
+from eval_common.http import (
+    HttpSession,
+    RequestFailure,
+    RetryPolicy,
+    post_with_retries,
+    redact,
+    usage_tokens,
+)
 from orca_judge.errors import LlmJudgeError
 from orca_judge.prompted.settings import LlmJudgeSettings
 
@@ -74,7 +81,8 @@ class OpenAIChatBackend:
 
     def _read(self, reply: dict[str, Any]) -> ChatReply:
         choices = reply.get("choices")
-        message = choices[0].get("message") if isinstance(choices, list) and choices else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        message = first.get("message") if isinstance(first, dict) else None
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, str):
             raise RequestFailure(
@@ -82,9 +90,9 @@ class OpenAIChatBackend:
                 retryable=True,
                 reason="no content",
             )
-        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+        usage = reply.get("usage")
         return ChatReply(
-            content, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+            content, usage_tokens(usage, "prompt_tokens"), usage_tokens(usage, "completion_tokens")
         )
 
     def complete(self, messages: list[dict[str, str]], stop: threading.Event) -> ChatReply:
@@ -125,17 +133,36 @@ class HFChatBackend:
         self.settings = settings
         self.secret = None
         self.stats = TransportStats()
+        # The tokenizer is read now (cheap), so a folder that cannot chat is refused before
+        # any item is asked; the model loads on the first ask.
+        self._tokenizer = self._chat_tokenizer(settings.model)
         self._loaded: tuple[Any, Any] | None = None
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _chat_tokenizer(path: str) -> Any:
+        from transformers import AutoTokenizer
+
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        except (OSError, ValueError) as error:
+            raise LlmJudgeError(
+                f"llm_judge backend hf: cannot read a tokenizer from {path}: "
+                f"{str(error).splitlines()[0] if str(error) else type(error).__name__}"
+            ) from None
+        if not getattr(tokenizer, "chat_template", None):
+            raise LlmJudgeError(
+                f"llm_judge backend hf: {path} has no chat template (a chat or instruct model "
+                "has one in tokenizer_config.json or chat_template.jinja); choose such a model"
+            )
+        return tokenizer
+
     def _load(self) -> tuple[Any, Any]:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
 
         if self._loaded is None:
-            path = self.settings.model
-            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-            model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
-            self._loaded = (tokenizer, model.to(self.settings.device or "cpu").eval())
+            model = AutoModelForCausalLM.from_pretrained(self.settings.model, local_files_only=True)
+            self._loaded = (self._tokenizer, model.to(self.settings.device or "cpu").eval())
         return self._loaded
 
     def complete(self, messages: list[dict[str, str]], stop: threading.Event) -> ChatReply:

@@ -148,6 +148,7 @@ def compare_row(judge: ComparedJudge, items: Sequence[OrcaItem]) -> dict[str, An
     pairs = [(s, human_unit(i)) for s, i in zip(result.scores, items, strict=True) if s is not None]
     figures = agreement([p for p, _ in pairs], [h for _, h in pairs])
     tokens = result.prompt_tokens + result.completion_tokens
+    live = len(items) - result.from_cache
     per_1k = 1000 / len(items) if items else math.nan
     cost = None
     if judge.prices is not None:
@@ -163,7 +164,8 @@ def compare_row(judge: ComparedJudge, items: Sequence[OrcaItem]) -> dict[str, An
         "tau": figures["tau"],
         "mae_mu": figures["mae_mu"],
         "seconds": result.seconds,
-        "items_per_s": len(items) / result.seconds if result.seconds > 0 else None,
+        # Items asked live only: items from the cache took no judge time.
+        "items_per_s": live / result.seconds if live > 0 and result.seconds > 0 else None,
         "tokens_per_1k": tokens * per_1k if judge.kind == "llm_judge" else None,
         "cost_per_1k": cost,
         "from_cache": result.from_cache,

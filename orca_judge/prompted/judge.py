@@ -4,28 +4,38 @@ Each item is asked with the versioned prompt (`prompt.py`) at temperature 0. An 
 (not JSON, no integer `rating` 1-5) is answered with the reason and asked again, up to
 `max_attempts` asks; after that, or when the request still fails after the HTTP retries, the
 item is a **failed judgement**: counted, listed, given no rating (never a default one).
-Judgements the model gave (a rating, or invalid replies to every ask) are cached under a key
-of judge model + settings + prompt version + endpoint + item, so a rerun sends nothing for
-them; a request that failed in transport is not cached and is asked again on a rerun.
+Ratings the model gave are cached under a key of judge model + settings + prompt version +
+endpoint + item, so a rerun sends nothing for them; a failed judgement (invalid replies to
+every ask, or a request that failed in transport) is never cached: a rerun asks it again, so
+"fix the endpoint and rerun" always holds. A cached entry is checked as a fresh reply is
+(a rating 1-5, counts and texts of their types, this prompt version): one that fails is
+counted and asked again, never used.
 A status that will fail every item (401, 403, 404) or a server never reached stops the run.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from eval_common.cli import progress
+from eval_common.concurrent_calls import run_calls
 from eval_common.durable_jsonl import cache_root
 from eval_common.http import RequestFailure, redact
-from eval_common.reply_cache import ReplyCache, cache_file_name, cache_key
+from eval_common.reply_cache import (
+    ReplyCache,
+    cache_file_name,
+    cache_key,
+    cache_note,
+    count_problem,
+)
 from orca_judge.errors import JudgeEndpointError
 from orca_judge.prompted.backends import ChatBackend, make_backend
 from orca_judge.prompted.prompt import PROMPT_VERSION, first_messages, re_ask
@@ -77,6 +87,23 @@ class JudgeStats:
     seconds: float = 0.0
 
 
+def cached_judgement_problem(entry: Mapping[str, Any]) -> str | None:
+    """Why a judge cache entry cannot be used as a judgement (None: it can)."""
+    if entry.get("prompt_version") != PROMPT_VERSION:
+        return f"prompt_version {entry.get('prompt_version')!r}, not {PROMPT_VERSION}"
+    rating = entry.get("rating")
+    if isinstance(rating, bool) or not isinstance(rating, int) or not 1 <= rating <= 5:
+        return f"rating {rating!r} is not an integer 1-5"
+    if problem := count_problem(entry, "asks", "prompt_tokens", "completion_tokens"):
+        return problem
+    replies = entry.get("replies", [])
+    if not isinstance(entry.get("reason", ""), str) or not (
+        isinstance(replies, list) and all(isinstance(r, str) for r in replies)
+    ):
+        return "reason or replies are not text"
+    return None
+
+
 def default_cache_dir() -> Path:
     """`$AQUA_CACHE_DIR/llm-judge`, else `$XDG_CACHE_HOME/aqua-bench-eval/llm-judge`."""
     return cache_root("llm-judge")
@@ -101,9 +128,11 @@ class PromptedJudge:
         if settings.cache:
             folder = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir()
             self.cache = ReplyCache(
-                folder / cache_file_name(f"{settings.backend}-{settings.model}")
+                folder / cache_file_name(f"{settings.backend}-{settings.model}"),
+                check=cached_judgement_problem,
             )
         self.stats = JudgeStats()
+        self._minutes_noted = 0
         self._lock = threading.Lock()
         self._reached = threading.Event()
 
@@ -135,13 +164,13 @@ class PromptedJudge:
             return Judgement(
                 item["id"],
                 cached["rating"],
-                None if cached["rating"] is None else unit(cached["rating"]),
+                unit(cached["rating"]),
                 cached.get("reason", ""),
-                cached.get("failure"),
-                int(cached.get("asks", 0)),
+                None,
+                cached.get("asks", 0),
                 True,
-                int(cached.get("prompt_tokens", 0)),
-                int(cached.get("completion_tokens", 0)),
+                cached.get("prompt_tokens", 0),
+                cached.get("completion_tokens", 0),
                 list(cached.get("replies", [])),
             )
         judged = Judgement(item["id"], None, None)
@@ -177,8 +206,9 @@ class PromptedJudge:
                 self.stats.invalid_replies += 1
             judged.failure = f"invalid reply after {judged.asks} ask(s): {read.problem}"
             messages = re_ask(messages, reply.text, str(read.problem))
-        if self.cache is not None:
-            entry = {k: v for k, v in judged.to_dict().items() if k not in ("id", "from_cache")}
+        if self.cache is not None and not judged.failed:
+            kept = ("rating", "reason", "asks", "prompt_tokens", "completion_tokens", "replies")
+            entry = {k: v for k, v in judged.to_dict().items() if k in kept}
             self.cache.put(key, {"prompt_version": PROMPT_VERSION, **entry})
         return judged
 
@@ -188,33 +218,45 @@ class PromptedJudge:
         """One judgement per record, in order; JudgeEndpointError when the endpoint refuses all."""
         items = [item_of(r, i) for i, r in enumerate(records)]
         self.stats = JudgeStats()  # per call: a session's second pass reports its own
+        self._minutes_noted = 0
         retries_before = Counter(self.backend.stats.by_reason)
         started = time.perf_counter()
-        results: list[Judgement | None] = [None] * len(items)
         stop = threading.Event()
         workers = 1 if self.settings.backend == "hf" else self.settings.concurrency
         bar = progress(None, "llm-judge", progress_bar, total=len(items), unit="item")
-        executor = ThreadPoolExecutor(max_workers=workers)
         try:
-            futures = {executor.submit(self._ask, item, stop): i for i, item in enumerate(items)}
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-                for future in done:
-                    error = future.exception()
-                    if isinstance(error, RequestFailure):
-                        raise self._endpoint_error(error) from None
-                    if error is not None:
-                        raise error
-                    results[futures[future]] = future.result()
-                    bar.update(1)
+            results = run_calls(
+                [functools.partial(self._ask, item, stop) for item in items],
+                workers,
+                stop,
+                on_done=lambda _: bar.update(1),
+                on_wait=lambda seconds: self._note_waiting(bar, seconds, retries_before),
+                abort=self.backend.close,
+            )
+        except RequestFailure as failure:
+            raise self._endpoint_error(failure) from None
         finally:
-            stop.set()
-            executor.shutdown(wait=True, cancel_futures=True)
             bar.close()
-        judged = [r for r in results if r is not None]
+        judged = list(results)
         self._count(judged, time.perf_counter() - started, retries_before)
         return judged
+
+    def _note_waiting(self, bar: Any, seconds: float, before: Counter) -> None:
+        """Say that replies are awaited: on the bar, and every minute on stderr."""
+        retries = Counter(self.backend.stats.by_reason) - before
+        said = ", ".join(f"{k}: {v}" for k, v in sorted(retries.items())) or "none yet"
+        note = f"waiting {seconds:.0f} s for a reply; retries {said}"
+        bar.set_postfix_str(note)
+        minute = int(seconds // 60)
+        if minute > self._minutes_noted:
+            self._minutes_noted = minute
+            where = self.settings.endpoint() or self.settings.model
+            print(
+                f"llm-judge: no judgement from {where} for {seconds:.0f} s (timeout "
+                f"{self.settings.timeout:g} s, {self.settings.max_retries} retries per ask); "
+                f"retries so far: {said}; Ctrl-C stops and keeps what finished",
+                file=sys.stderr,
+            )
 
     def _count(self, judged: Sequence[Judgement], seconds: float, before: Counter) -> None:
         s = self.stats
@@ -248,7 +290,7 @@ class PromptedJudge:
             f"asked, {s.from_cache} from cache, {s.failed} failed judgements; "
             f"{s.invalid_replies} invalid replies re-asked or given up; {s.http_retries} HTTP "
             f"retries{f' ({reasons})' if reasons else ''}; tokens {s.prompt_tokens} prompt, "
-            f"{s.completion_tokens} completion"
+            f"{s.completion_tokens} completion" + cache_note(self.cache)
         )
 
     def print_failures(self, judged: Sequence[Judgement]) -> None:

@@ -7,6 +7,7 @@ both as one mapping (`run_settings`), so a resume with changed settings is refus
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -14,6 +15,9 @@ from typing import Any, ClassVar
 from orca_judge.config import OrcaConfig
 from orca_judge.knobs import Knobs, knob
 from orca_judge.processes import RECORD_FIELDS
+
+# bfloat16 only: float16 autocast needs a gradient scaler to train without underflow.
+AUTOCAST_DTYPES = ("off", "bfloat16")
 
 
 @dataclass
@@ -50,7 +54,23 @@ class TrainingArguments(Knobs):
         "them (about half the peak memory for about a third more time; results unchanged).",
     )
 
+    autocast: str = knob(
+        "off",
+        "Training: run the backbone under torch.autocast in this dtype (bfloat16: about twice "
+        "as fast on GPUs and on CPUs with native bf16; weights, optimiser state, head and loss "
+        "stay in their own dtype); off computes in the backbone's dtype.",
+        choices=AUTOCAST_DTYPES,
+    )
+
     RUNTIME_ONLY: ClassVar[tuple[str, ...]] = ("gradient_checkpointing",)
+
+    def autocast_context(self, device: Any) -> contextlib.AbstractContextManager:
+        """The context a forward pass of this run computes under (a no-op when off)."""
+        import torch
+
+        if self.autocast == "off":
+            return contextlib.nullcontext()
+        return torch.autocast(device.type, dtype=getattr(torch, self.autocast))
 
 
 # Fields that change how a run computes, not what: a resume may change them (and the number

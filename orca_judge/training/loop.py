@@ -334,9 +334,10 @@ def train(
     def validate(record: dict[str, Any]) -> None:
         """Dev evaluation; keeps the best checkpoint, counts patience, saves the resume state."""
         # Every rank gets every dev prediction, so every rank takes the same decisions below.
-        metrics, means, variances = evaluate(
-            model, cfg, dev_items, dev_enc, pad_id, dev, processes=processes
-        )
+        with training.autocast_context(dev):  # early stopping reads the training precision
+            metrics, means, variances = evaluate(
+                model, cfg, dev_items, dev_enc, pad_id, dev, processes=processes
+            )
         model.train()
         record["dev"] = metrics
         best = state.count_evaluation(metrics, means, variances, training.patience)
@@ -400,7 +401,9 @@ def train(
                 continue
             ids, mask = collate([train_enc[i].input_ids for i in share], pad_id, device=dev)
             ratings = likelihoods.pad_ratings([list(train_items[i].ratings) for i in share]).to(dev)
-            nll = likelihoods.nll(cfg.likelihood, model(ids, mask), ratings)
+            with training.autocast_context(dev):
+                logits = model(ids, mask)
+            nll = likelihoods.nll(cfg.likelihood, logits.float(), ratings)
             loss = nll.sum() / (len(batch) * training.grad_accum)
             if not torch.isfinite(loss):
                 sums[1 + micro] = 1

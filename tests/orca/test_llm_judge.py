@@ -114,9 +114,10 @@ def test_invalid_replies_429s_and_timeouts_are_handled_and_a_rerun_is_served_fro
     sent = len(state.requests)
     rerun = PromptedJudge(settings_for(url, tmp_path, max_attempts=2))
     again = rerun.score(items)
-    assert len(state.requests) == sent  # zero requests on the rerun
+    # Ratings come from the cache; the failed judgement was not cached and is asked again.
+    assert len(state.requests) == sent + 2
     assert [j.rating for j in again] == [5, 3, None, 2, 3]
-    assert rerun.stats.from_cache == 5 and rerun.stats.failed == 1
+    assert rerun.stats.from_cache == 4 and rerun.stats.failed == 1
     # Another prompt version, model or endpoint never reads these judgements.
     item = {"question": "", "reference": "x", "rationale": "", "transcript": "", "candidate": "y"}
     other = PromptedJudge(settings_for(url, tmp_path, model="judge-2"))
@@ -157,8 +158,9 @@ def test_a_local_hf_chat_model_is_asked_through_its_chat_template(tmp_path):
     # Random weights never write the JSON: two asks, then a counted failed judgement.
     assert judged[0].failed and judged[0].asks == 2 and judged[0].prompt_tokens > 0
     assert judge.stats.failed == 1
-    rerun = PromptedJudge(settings)
-    assert rerun.score([{"id": "a", "reference": "the sun", "candidate": "the sun"}])[0].from_cache
+    rerun = PromptedJudge(settings)  # a failed judgement is not cached: asked again
+    again = rerun.score([{"id": "a", "reference": "the sun", "candidate": "the sun"}])[0]
+    assert again.failed and not again.from_cache and again.asks == 2
     with pytest.raises(LlmJudgeError, match="not a folder"):
         PromptedJudge(build_settings({"backend": "hf", "model": str(tmp_path / "no")}, "t"))
 
@@ -208,6 +210,8 @@ def test_orca_compare_prints_orca_a_prompted_judge_and_a_constant_side_by_side(
     assert rows["constant"]["rho"] is None  # a constant has no ranking; JSON has no NaN
     assert rows["constant"]["mae_mu"] > 0 and rows["orca"]["cost_per_1k"] is None
     assert -1 <= rows["orca"]["rho"] <= 1 and rows["orca"]["items_per_s"] > 0
+    # The rerun's judgements all came from the cache: no live speed to report.
+    assert rows["llm_judge"]["from_cache"] == 16 and rows["llm_judge"]["items_per_s"] is None
 
 
 LLM_TASK = """\

@@ -25,10 +25,9 @@ from orca_judge.checkpoint import (
     update_config,
     update_metrics,
 )
-from orca_judge.checkpoint.contents import FORMAT_1_TRAINING
+from orca_judge.checkpoint.contents import FORMAT_1_TRAINING, LATER_TRAINING_AS_BEFORE
 from orca_judge.config import OrcaConfig
 from orca_judge.errors import BackboneMismatchError, CheckpointError
-from orca_judge.processes import RECORD_FIELDS as PROCESS_FIELDS
 
 ITEMS = synthetic_items(12, seed=5, prefix="eval")
 
@@ -270,7 +269,7 @@ def _as_format_1(root):
     meta = json.loads((root / "orca_judge.json").read_text(encoding="utf-8"))
     training = json.loads((root / "training_args.json").read_text(encoding="utf-8"))
     # Format 1 predates multi-process training: it never recorded the processes.
-    training = {k: v for k, v in training.items() if k not in PROCESS_FIELDS}
+    training = {k: v for k, v in training.items() if k in FORMAT_1_TRAINING}
     meta["config"] = {**meta["config"], **training}
     (root / "orca_judge.json").write_text(json.dumps(meta), encoding="utf-8")
     (root / "training_args.json").unlink()
@@ -282,7 +281,7 @@ def test_a_checkpoint_with_its_training_arguments_inside_its_config_loads_the_sa
     old = shutil.copytree(new, tmp_path / "old")
     meta = _as_format_1(old)
     new_training = {
-        k: v for k, v in read_checkpoint(new).training.items() if k not in PROCESS_FIELDS
+        k: v for k, v in read_checkpoint(new).training.items() if k in FORMAT_1_TRAINING
     }
     assert read_checkpoint(old).config == read_checkpoint(new).config
     assert read_checkpoint(old).training == new_training
@@ -306,7 +305,13 @@ def test_format_1_training_values_are_the_training_defaults_they_were_split_from
     # arguments cover them); equal to the defaults at the split.
     from orca_judge.training.arguments import TrainingArguments
 
-    assert TrainingArguments().to_dict() == FORMAT_1_TRAINING
+    defaults = TrainingArguments().to_dict()
+    assert {k: defaults[k] for k in FORMAT_1_TRAINING} == FORMAT_1_TRAINING
+    # Fields added since default to what format 1 did, and a judge recording that value
+    # fingerprints as one recording nothing.
+    assert {k: defaults[k] for k in set(defaults) - set(FORMAT_1_TRAINING)} == (
+        LATER_TRAINING_AS_BEFORE
+    )
 
 
 def test_clamp_threshold_update_rewrites_only_that_field_and_validates(tmp_path):

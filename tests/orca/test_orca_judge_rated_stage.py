@@ -115,7 +115,7 @@ def test_the_command_refuses_a_bad_judge_setting_with_one_line(tmp_path, capsys)
     assert "stage 'mid': rated_by: unknown setting(s) x" in err and "\n" not in err
 
 
-def test_the_judge_rates_every_item_leaves_failures_out_and_a_rerun_sends_nothing(
+def test_the_judge_rates_every_item_leaves_failures_out_and_a_rerun_asks_only_those(
     stub, tmp_path, capsys
 ):
     url, state = stub
@@ -143,9 +143,10 @@ def test_the_judge_rates_every_item_leaves_failures_out_and_a_rerun_sends_nothin
     sent = len(state.requests)
     assert sent == 12 + 1 + 1  # every item once, the 429's retry, the invalid reply's re-ask
     again = load_stages(plan_stages(path)).stages[0]
-    assert len(state.requests) == sent  # the cache answers every item, the failed one too
+    # The cache answers every rated item; the failed judgement was not cached: asked again.
+    assert len(state.requests) == sent + 2
     assert again.train_items == stage.train_items and again.provenance == stage.provenance
-    assert "12 from cache" in capsys.readouterr().err
+    assert "11 from cache" in capsys.readouterr().err
 
 
 def test_more_failed_judgements_than_the_stage_allows_refuse_it_in_one_line(stub, tmp_path):
@@ -230,11 +231,11 @@ def test_orca_train_runs_synthetic_then_judge_rated_then_human_and_records_the_j
         (tmp_path / "out-stages" / "s2-judge" / "metrics.json").read_text()
     )
     assert middle_checkpoint["data"]["train_rated_by"] == record
-    # A second run of the curriculum asks the judge nothing.
+    # A second run of the curriculum asks the judge only the item it failed on (never cached).
     sent = len(state.requests)
     argv = ["--config", str(path), "--output", str(tmp_path / "again"), *TINY]
     assert cli_train.main(argv) == 0
-    assert len(state.requests) == sent
+    assert len(state.requests) == sent + 1
     text = capsys.readouterr().out
     assert (
         f"data of s2-judge: train rated by judge-m ({PROMPT_VERSION}: 15 rated, 1 failed "

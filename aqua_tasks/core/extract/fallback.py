@@ -57,7 +57,7 @@ RETRY_PROMPT = "That reply is not usable ({reason}). Reply again with JSON only,
 # What the fallback read, as logged per item: 0 not asked, 1 failed (invalid replies after
 # every re-ask, or the request failed), 2 none, 3 refusal, 4 rejection, 5 + i option i.
 NOT_ASKED, FAILED, NONE, REFUSAL, REJECTION = range(5)
-_FIRST_OPTION = 5
+OPTION_CODES_START = 5
 WORDS = {"none": NONE, "refusal": REFUSAL, "rejection": REJECTION}
 
 
@@ -100,7 +100,7 @@ def read_fallback_reply(text: str, n_options: int) -> FallbackAnswer:
     if word in WORDS:
         return FallbackAnswer(WORDS[word])
     if len(word) == 1 and "a" <= word < chr(ord("a") + n_options):
-        return FallbackAnswer(_FIRST_OPTION + ord(word) - ord("a"))
+        return FallbackAnswer(OPTION_CODES_START + ord(word) - ord("a"))
     last = chr(ord("a") + n_options - 1)
     return FallbackAnswer(
         None, f"`answer` is {answer!r}, expected a letter a-{last}, rejection, refusal or none"
@@ -158,7 +158,7 @@ def apply_reading(
     """
     if rules.parsed or reading == NOT_ASKED:
         return rules, "rules"
-    if reading < 0 or reading >= _FIRST_OPTION + len(options):
+    if reading < 0 or reading >= OPTION_CODES_START + len(options):
         raise ValueError(f"a fallback reading of {len(options)} options is 0-{4 + len(options)}")
     if reading == FAILED:
         return Extraction(None, False, f"{rules.reason} [fallback failed]"), "rules"
@@ -174,7 +174,7 @@ def apply_reading(
         return Extraction(index, True, f"fallback: rejection -> option {options[index]!r}"), (
             "fallback"
         )
-    index = reading - _FIRST_OPTION
+    index = reading - OPTION_CODES_START
     return Extraction(index, True, f"fallback: letter ({chr(ord('a') + index)})"), "fallback"
 
 

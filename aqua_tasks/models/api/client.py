@@ -53,6 +53,7 @@ from eval_common.http import (
     RetryPolicy,
     post_with_retries,
     redact,
+    usage_tokens,
 )
 from eval_common.reply_cache import ReplyCache, cache_file_name, cache_key, default_cache_dir
 
@@ -205,18 +206,30 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
         self.cache: ReplyCache | None = None
         if parse_bool("cache", cache, ModelArgumentError):
             folder = Path(os.path.expanduser(str(cache_dir))) if cache_dir else default_cache_dir()
-            self.cache = ReplyCache(folder / cache_file_name(self.model))
+            self.cache = ReplyCache(
+                folder / cache_file_name(self.model), check=self._cached_reply_problem
+            )
             if self.cache.skipped_lines:
                 print(
                     f"{NAME}: ignored {self.cache.skipped_lines} unreadable line(s) of "
                     f"{self.cache.path} (a write cut off by a crash); those requests are re-sent",
                     file=sys.stderr,
                 )
+            if self.cache.refused:
+                print(f"{NAME}: {self.cache.refusal_note()}", file=sys.stderr)
         self.stats = ApiRunStats()
         self.wav_cache = WavCache()  # a clip asked several times is made into WAV once
         self._stats_lock = threading.Lock()
         self._rng = random.Random()
         self._reached = threading.Event()  # set by the first reply the server sends
+
+    def _cached_reply_problem(self, entry: Mapping[str, Any]) -> str | None:
+        """Why a cache entry is not a reply of this model (None: it is)."""
+        if entry.get("model") != self.model:
+            return f"model {entry.get('model')!r}, not {self.model!r}"
+        if not isinstance(entry.get("reply"), str):
+            return f"reply {entry.get('reply')!r} is not text"
+        return None
 
     def _auth_headers(self) -> dict[str, str]:
         key = os.environ.get(self.api_key_env, "").strip()
@@ -352,8 +365,8 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
         text = limited_reply(cut) if finish == "length" and cut == text else cut
         with self._stats_lock:
             self.stats.sent += 1
-            self.stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-            self.stats.completion_tokens += int(usage.get("completion_tokens") or 0)
+            self.stats.prompt_tokens += usage_tokens(usage, "prompt_tokens")
+            self.stats.completion_tokens += usage_tokens(usage, "completion_tokens")
         if self.cache is not None:
             self.cache.put(key, {"model": self.model, "reply": text, "usage": usage})
         return text
@@ -361,7 +374,8 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
     def _reply_text(self, reply: Mapping[str, Any]) -> tuple[str, dict[str, Any], str | None]:
         """The reply's text, its token usage and why generation stopped (`finish_reason`)."""
         choices = reply.get("choices")
-        message = choices[0].get("message") if isinstance(choices, list) and choices else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        message = first.get("message") if isinstance(first, Mapping) else None
         if not isinstance(message, Mapping):
             raise RequestFailure(
                 redact(f"reply has no choices[0].message: {str(reply)[:200]}", self._secret)
@@ -378,7 +392,7 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
                 reason="no content",
             )
         usage = reply.get("usage") if isinstance(reply.get("usage"), Mapping) else {}
-        finish = choices[0].get("finish_reason")
+        finish = first.get("finish_reason")
         return content, dict(usage), finish
 
     def _count_retry(self, failure: RequestFailure) -> None:
