@@ -63,7 +63,10 @@ class ReplyJournal:
 
     def __init__(self, folder: str | os.PathLike, setting: Mapping[str, Any], rank: int = 0):
         self.folder = Path(folder) / digest_json({"format": JOURNAL_FORMAT, **setting})[:24]
-        self.folder.mkdir(parents=True, exist_ok=True)
+        # One file per process rank: ranks of a data-parallel run never write the same file.
+        self.path = self.folder / f"replies-rank{rank}.jsonl"
+        self._appender = DurableAppender(self.path)
+        self._appender.require_writable("the reply journal")  # before the model generates
         described = self.folder / "setting.json"
         if not described.exists():
             # For people looking at the folder; keys never depend on this file.
@@ -72,15 +75,13 @@ class ReplyJournal:
         self.torn = 0
         for path in sorted(self.folder.glob("replies-rank*.jsonl")):
             records, torn = read_records(path)
-            complete = [r for r in records if "reply" in r]
+            # A reply read back is text, as generated; anything else is not one (re-generated).
+            complete = [r for r in records if isinstance(r.get("reply"), str)]
             torn += len(records) - len(complete)
-            self.replies.update((str(r["key"]), str(r["reply"])) for r in complete)
+            self.replies.update((str(r["key"]), r["reply"]) for r in complete)
             if torn:
-                logger.warning("%s: ignored %d incomplete line(s)", path, torn)
+                logger.warning("%s: ignored %d incomplete or unreadable line(s)", path, torn)
             self.torn += torn
-        # One file per process rank: ranks of a data-parallel run never write the same file.
-        self.path = self.folder / f"replies-rank{rank}.jsonl"
-        self._appender = DurableAppender(self.path)
 
     def get(self, key: str) -> str | None:
         """The stored reply for a request key, or None."""

@@ -56,3 +56,26 @@ def test_both_reply_stores_write_the_same_line_format(tmp_path):
     assert local_records == [{"key": "k2", "reply": "no"}]
     assert ReplyJournal(tmp_path / "local", {"model": "m"}).get("k2") == "no"
     assert ReplyCache(tmp_path / "api.jsonl").get("k1")["reply"] == "yes"
+
+
+def test_a_journal_line_whose_reply_is_not_text_is_never_a_reply(tmp_path):
+    journal = ReplyJournal(tmp_path / "local", {"model": "m"})
+    journal.put([("k1", "yes"), ("k2", "no")])
+    lines = journal.path.read_text().splitlines()
+    edited = [lines[0], json.dumps({"key": "k2", "reply": 7})]
+    journal.path.write_text("\n".join(edited) + "\n")
+    again = ReplyJournal(tmp_path / "local", {"model": "m"})
+    assert again.get("k1") == "yes" and again.get("k2") is None and again.torn == 1
+
+
+def test_an_unwritable_journal_or_cache_folder_is_one_line_before_any_work(tmp_path):
+    import pytest
+
+    from eval_common.errors import OutputError
+
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    with pytest.raises(OutputError, match="cannot write the reply journal there"):
+        ReplyJournal(a_file, {"model": "m"})
+    with pytest.raises(OutputError, match=f"{a_file}/api.jsonl: cannot write the reply cache"):
+        ReplyCache(a_file / "api.jsonl")
