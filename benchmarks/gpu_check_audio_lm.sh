@@ -4,6 +4,8 @@
 #   bash benchmarks/gpu_check_audio_lm.sh                      # tiny random Qwen2-Audio, built here
 #   bash benchmarks/gpu_check_audio_lm.sh --pretrained DIR     # a local checkpoint (e.g. Qwen2-Audio-7B-Instruct)
 #   bash benchmarks/gpu_check_audio_lm.sh --omni               # tiny random Qwen2.5-Omni thinker
+#   bash benchmarks/gpu_check_audio_lm.sh --family audioflamingo3   # a tiny model of any family
+#                                   # tests/support/tiny_audio_families.py builds (FAMILIES)
 #   bash benchmarks/gpu_check_audio_lm.sh --device cpu --dtype float32 --items 8   # CPU dry run
 #
 # 1. direct: the same requests (clips of 0.5-12 s at 16/22.05/44.1 kHz) one at a time and in
@@ -15,7 +17,8 @@
 #    stand-in audio through the real CLI; prints the run record from the results file
 #    (items/s, peak memory, devices, revision). Skipped without the released files.
 #
-# Options: --pretrained DIR, --omni (tiny model: a Qwen2.5-Omni thinker), --device (cuda), --dtype (bfloat16), --batch-size (8), --items (32,
+# Options: --pretrained DIR (any family docs/audio_lm.md lists), --omni (tiny model: a Qwen2.5-Omni
+# thinker), --family NAME (tiny model of that family), --device (cuda), --dtype (bfloat16), --batch-size (8), --items (32,
 # direct requests), --limit (8 items per track), --max-gen-toks (32), --min-agreement (1.0).
 # Environment: PYTHON (default python), OUT (work folder; default a temporary one).
 set -euo pipefail
@@ -28,6 +31,7 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
         --pretrained) PRETRAINED=$2; shift 2 ;;
         --omni) TINY_ARGS=--omni; shift ;;
+        --family) TINY_ARGS="--family $2"; shift 2 ;;
         --device) DEVICE=$2; shift 2 ;;
         --dtype) DTYPE=$2; shift 2 ;;
         --batch-size) BATCH=$2; shift 2 ;;

@@ -66,3 +66,27 @@ def test_max_new_tokens_becomes_max_gen_toks():
     assert lm_eval_gen_kwargs({"max_gen_toks": 4}) == {"max_gen_toks": 4}
     with pytest.raises(ValueError, match="both max_new_tokens=8 and max_gen_toks=4"):
         lm_eval_gen_kwargs({"max_new_tokens": 8, "max_gen_toks": 4})
+
+
+@pytest.mark.parametrize("family", ["audioflamingo3", "qwen3_omni_moe"])
+def test_other_transformers_families_run_under_lmms_eval_through_our_registration(
+    family, tmp_path, released_dir, released_audio_root
+):
+    # lmms-eval has no class of its own for these; aqua-audiolm runs each with its processor.
+    model = tmp_path / family
+    run_cli(
+        sys.executable, REPO / "tests" / "support" / "tiny_audio_lm.py", model, "--family", family
+    )
+    out = tmp_path / "run"
+    lmms_eval(
+        *("--include_path", include_path(), "--model", "aqua-audiolm"),
+        *("--model_args", f"pretrained={model},device=cpu,dtype=float32,batch_size=2"),
+        *("--tasks", "aqua_animal", "--limit", LIMIT),
+        *("--gen_kwargs", "max_new_tokens=4"),
+        *("--log_samples", "--output_path", out),
+        env=metadata_env(released_dir, released_audio_root),
+    )
+    assert lmms_results(out)["results"]["aqua_animal"]["n_items,none"] == LIMIT
+    rows = lmms_samples(out, "aqua_animal")
+    assert len(rows) == LIMIT and all(isinstance(r["filtered_resps"], str) for r in rows)
+    assert not any(r["filtered_resps"].startswith(FAILED_REPLY_PREFIX) for r in rows)

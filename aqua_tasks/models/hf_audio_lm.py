@@ -1,10 +1,13 @@
-"""`aqua-audiolm`: an lm-eval model class for Hugging Face audio LMs (Qwen2-Audio and kin).
+"""`aqua-audiolm`: an lm-eval model class for Hugging Face audio LMs, one class for every family.
 
 Works with models whose processor takes `text=` plus `audio=` and expands one audio token
-per clip (Qwen2-Audio and kin), and with Qwen2.5-Omni's thinker, whose inputs are built from
-the checkpoint's parts (omni_inputs.py). Generation only, greedy, batched. Its model arguments
-are checked in hf_audio_lm_settings.py, loading is in hf_audio_lm_loading.py, batching in
-hf_audio_lm_batching.py and what a run records in hf_audio_lm_record.py.
+per clip (Qwen2-Audio, Audio Flamingo 3, Music Flamingo and kin: the checkpoint's own processor
+and chat template, the model class its config declares), and with the Qwen Omni thinkers
+(2.5 and 3), whose inputs are built from the checkpoint's parts (omni_inputs.py); families
+that fit neither are refused before any weights load (docs/audio_lm.md has the table).
+Generation only, greedy, batched. Its model arguments are checked in hf_audio_lm_settings.py,
+loading is in hf_audio_lm_loading.py, batching in hf_audio_lm_batching.py and what a run
+records in hf_audio_lm_record.py.
 """
 
 from __future__ import annotations
@@ -137,8 +140,8 @@ class AudioLM(ArgsThroughArgObj, LM):
         self.audio_token = self.processor.audio_token
         self.tokenizer = self.processor.tokenizer
         self.tokenizer.padding_side = "left"  # generation continues from the right edge
-        self.sampling_rate = int(self.processor.feature_extractor.sampling_rate)
-        self.clip_limits = clip_limits(self.processor.feature_extractor)
+        self.clip_limits = clip_limits(self.processor)
+        self.sampling_rate = self.clip_limits.sampling_rate
 
         loaded = load_model(settings, config, self.dtype)
         # Omni models generate text with their "thinker" sub-model.
@@ -154,6 +157,7 @@ class AudioLM(ArgsThroughArgObj, LM):
         self.revision = model_revision(self.pretrained, settings.revision)
         self.run_info: dict[str, Any] = {
             "model_revision": self.revision,
+            "model_class": type(self.model).__name__,
             "devices": model_devices(self.model, self._device),
             "dtype": str(self.dtype).removeprefix("torch."),
             "batch_size": self.batch_size,
@@ -294,7 +298,9 @@ class AudioLM(ArgsThroughArgObj, LM):
             text=prompts,
             audio=waves,
             sampling_rate=self.sampling_rate,
-            padding=True,
+            # Padding for the text only: each audio family pads its features its own way
+            # (Whisper-style encoders to their 30 s window).
+            text_kwargs={"padding": True},
             return_tensors="pt",
         )
         # Floating-point features take the model's dtype; token ids stay integers.

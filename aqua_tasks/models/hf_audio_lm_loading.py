@@ -1,8 +1,9 @@
 """Loading an `aqua-audiolm` checkpoint: its processor, its model, and the facts recorded of them.
 
-Qwen2-Audio and kin load with transformers' Auto classes and the class the config declares;
-Qwen2.5-Omni loads its thinker alone, with inputs built from the checkpoint's parts
-(omni_inputs.py). transformers is imported on first use: the settings can be checked without it.
+Qwen2-Audio, Audio Flamingo 3, Music Flamingo and kin load with transformers' Auto classes and
+the class the config declares; the Qwen Omni models (2.5 and 3) load their thinker alone, with
+inputs built from the checkpoint's parts (omni_inputs.py). transformers is imported on first
+use: the settings can be checked without it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from aqua_tasks.audio.checks import ClipLimits
 from aqua_tasks.models.hf_audio_lm_settings import AudioLMSettings
-from aqua_tasks.models.omni_inputs import OmniThinkerInputs, is_omni, thinker_config
+from aqua_tasks.models.omni_inputs import OmniThinkerInputs, is_omni, omni_family, thinker_config
 
 # Whisper-style encoders (Qwen2-Audio) crash inside transformers on clips of 6 mel frames or
 # fewer (960 samples at 16 kHz); 7 frames (961 samples) run.
@@ -30,24 +31,34 @@ def read_config(settings: AudioLMSettings) -> Any:
 
 
 def load_processor(settings: AudioLMSettings, config: Any) -> Any:
-    """The checkpoint's processor; ValueError unless it has an audio feature extractor and token."""
+    """The checkpoint's processor, before any weights load; ValueError naming the family and
+    what it lacks unless the processor takes audio through an audio token and a feature
+    extractor, or is missing a library."""
     import transformers
 
     pretrained, load = settings.pretrained, settings.load_args
-    if config is not None and is_omni(config):
-        processor = OmniThinkerInputs.from_pretrained(pretrained, config, **load)
-    else:
-        processor = transformers.AutoProcessor.from_pretrained(pretrained, **load)
-    if getattr(processor, "feature_extractor", None) is None:
+    family = getattr(config, "model_type", None) or "unknown"
+    try:
+        if config is not None and is_omni(config):
+            processor = OmniThinkerInputs.from_pretrained(pretrained, config, **load)
+        else:
+            processor = transformers.AutoProcessor.from_pretrained(pretrained, **load)
+    except ImportError as error:  # e.g. Granite Speech's feature extractor needs torchaudio
+        first = " ".join(str(error).split())[:200]
         raise ValueError(
-            f"{pretrained}: its processor ({type(processor).__name__}) has no audio "
-            "feature extractor; aqua-audiolm needs an audio LM such as Qwen2-Audio"
+            f"{pretrained}: {family} models cannot run here: its processor needs a library "
+            f"that is not installed ({first})"
+        ) from None
+    if audio_features(processor) is None:
+        raise ValueError(
+            f"{pretrained}: {family}: its processor ({type(processor).__name__}) has no audio "
+            "feature extractor; aqua-audiolm needs an audio LM (families: docs/audio_lm.md)"
         )
     if not getattr(processor, "audio_token", None):
         raise ValueError(
-            f"{pretrained}: its processor ({type(processor).__name__}) defines no "
-            "audio token; aqua-audiolm supports processors that expand an audio placeholder "
-            "(Qwen2-Audio, Qwen2.5-Omni)"
+            f"{pretrained}: {family}: its processor ({type(processor).__name__}) defines no "
+            "audio token to expand; aqua-audiolm runs processors that take text with audio "
+            "tokens plus the clips (families: docs/audio_lm.md)"
         )
     return processor
 
@@ -59,10 +70,11 @@ def load_model(settings: AudioLMSettings, config: Any, dtype: Any) -> Any:
     if config is None:  # unreadable before: read again to raise the loader's own error
         config = transformers.AutoConfig.from_pretrained(settings.pretrained, **settings.load_args)
     extra: dict[str, Any] = {}
-    if is_omni(config):
+    family = omni_family(config)
+    if family is not None:
         # Text replies need only the thinker: load it alone, whether the checkpoint holds
         # the thinker or the full Omni model (thinker weights under `thinker.`).
-        model_cls = transformers.Qwen2_5OmniThinkerForConditionalGeneration
+        model_cls = getattr(transformers, family.thinker_class)
         if thinker_config(config) is not config:
             extra.update(config=thinker_config(config), key_mapping={r"^thinker\.": ""})
     else:
@@ -105,14 +117,24 @@ def eos_ids(pretrained: str, model: Any, tokenizer: Any) -> list[int]:
     return ids
 
 
-def clip_limits(feature_extractor: Any) -> ClipLimits:
-    """What an audio LM's feature extractor accepts: its rate, shortest and longest clip."""
-    hop = int(getattr(feature_extractor, "hop_length", 160) or 160)
-    window = getattr(feature_extractor, "n_samples", None)
+def audio_features(processor: Any) -> Any:
+    """A processor's audio feature extractor (`feature_extractor`, or Granite's and Phi-4's
+    `audio_processor`), or None."""
+    found = getattr(processor, "feature_extractor", None)
+    return found if found is not None else getattr(processor, "audio_processor", None)
+
+
+def clip_limits(processor: Any) -> ClipLimits:
+    """What an audio LM's processor accepts: its rate, shortest and longest clip heard."""
+    features = audio_features(processor)
+    hop = int(getattr(features, "hop_length", 160) or 160)
+    rate = int(features.sampling_rate)
+    window = getattr(features, "n_samples", None)
+    # Audio Flamingo cuts a clip into 30 s windows up to its own limit (in seconds).
+    longest = getattr(processor, "max_audio_len", None)
+    heard = int(longest * rate) if longest else int(window) if window else None
     return ClipLimits(
-        sampling_rate=int(feature_extractor.sampling_rate),
-        min_samples=(MIN_MEL_FRAMES - 1) * hop + 1,
-        max_samples=int(window) if window else None,
+        sampling_rate=rate, min_samples=(MIN_MEL_FRAMES - 1) * hop + 1, max_samples=heard
     )
 
 

@@ -1,41 +1,83 @@
-"""Qwen2.5-Omni thinker inputs built from the checkpoint's parts, without its processor.
+"""Qwen Omni thinker inputs (Qwen2.5-Omni, Qwen3-Omni) built from the checkpoint's parts.
 
-`Qwen2_5OmniProcessor` needs a video processor, hence an importable torchvision; on CPU boxes
-the default torchvision wheel often fails to import and the processor cannot even be built.
+Their processors need a video processor, hence an importable torchvision; on CPU boxes the
+default torchvision wheel often fails to import and the processor cannot even be built.
 Audio-only text generation needs none of that: a Whisper feature extractor (log-mel features
 and their frame mask), the tokenizer, the chat template, and each clip's audio placeholder
-repeated as many times as the thinker's audio encoder yields embeddings for that clip.
-`OmniThinkerInputs` offers what `aqua-audiolm` asks of a processor.
+repeated as many times as the thinker's audio encoder yields embeddings for that clip. The
+two generations differ in two places, each said by `OmniFamily`: Qwen2.5-Omni's encoder sees
+every clip padded to its 30 s window, Qwen3-Omni's clips as they are, cut into windows of
+`2 × n_window` frames that each yield 13 embeddings. `OmniThinkerInputs` offers what
+`aqua-audiolm` asks of a processor.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from eval_common.inputs import read_json, read_text
 
-# Config model types whose text replies come from the Qwen2.5-Omni thinker.
-OMNI_MODEL_TYPES = frozenset({"qwen2_5_omni", "qwen2_5_omni_thinker"})
 # Processor-level chat template files, newest layout first (the tokenizer may have its own).
 CHAT_TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
 
 
+def audio_token_count(mel_frames: int) -> int:
+    """Embeddings Qwen2.5-Omni's audio encoder yields for a clip of `mel_frames` frames."""
+    # A stride-2 convolution, then stride-2 average pooling (the encoder's own arithmetic).
+    after_conv = (mel_frames - 1) // 2 + 1
+    return (after_conv - 2) // 2 + 1
+
+
+def qwen3_audio_token_count(mel_frames: int, n_window: int) -> int:
+    """Embeddings Qwen3-Omni's audio encoder yields: 13 per full window of 2·n_window frames,
+    and for the rest three stride-2 convolutions."""
+    window = 2 * n_window
+    rest = mel_frames % window
+    after_first = (rest - 1) // 2 + 1
+    return ((after_first - 1) // 2 + 1 - 1) // 2 + 1 + (mel_frames // window) * 13
+
+
+@dataclass(frozen=True)
+class OmniFamily:
+    """What differs between the Qwen Omni generations for audio input."""
+
+    thinker_class: str  # the transformers class of the thinker alone
+    pad_to_window: bool  # features padded to the 30 s window (else to the longest clip)
+    token_count: Callable[[int, Any], int]  # (mel frames, thinker config) -> embeddings
+
+
+QWEN2_5_OMNI = OmniFamily(
+    "Qwen2_5OmniThinkerForConditionalGeneration", True, lambda frames, _: audio_token_count(frames)
+)
+QWEN3_OMNI = OmniFamily(
+    "Qwen3OmniMoeThinkerForConditionalGeneration",
+    False,
+    lambda frames, thinker: qwen3_audio_token_count(frames, thinker.audio_config.n_window),
+)
+# Config model types (the full model, or its thinker alone) -> their family.
+OMNI_FAMILIES = {
+    "qwen2_5_omni": QWEN2_5_OMNI,
+    "qwen2_5_omni_thinker": QWEN2_5_OMNI,
+    "qwen3_omni_moe": QWEN3_OMNI,
+    "qwen3_omni_moe_thinker": QWEN3_OMNI,
+}
+
+
+def omni_family(config: Any) -> OmniFamily | None:
+    """The Omni family of a checkpoint's config (the full model or its thinker), or None."""
+    return OMNI_FAMILIES.get(getattr(config, "model_type", None))
+
+
 def is_omni(config: Any) -> bool:
-    """Whether a checkpoint's config is a full Qwen2.5-Omni or its thinker alone."""
-    return getattr(config, "model_type", None) in OMNI_MODEL_TYPES
+    """Whether a checkpoint's config is a Qwen Omni model or its thinker alone."""
+    return omni_family(config) is not None
 
 
 def thinker_config(config: Any) -> Any:
     """The thinker's config: the config itself, or the full Omni config's `thinker_config`."""
     return getattr(config, "thinker_config", None) or config
-
-
-def audio_token_count(mel_frames: int) -> int:
-    """Embeddings the thinker's audio encoder yields for a clip of `mel_frames` frames."""
-    # A stride-2 convolution, then stride-2 average pooling (the encoder's own arithmetic).
-    after_conv = (mel_frames - 1) // 2 + 1
-    return (after_conv - 2) // 2 + 1
 
 
 def expand_audio_slots(
@@ -75,7 +117,7 @@ def load_chat_template(pretrained: str, tokenizer: Any, **load: Any) -> str | No
 
 
 class OmniThinkerInputs:
-    """Text-plus-audio inputs for `Qwen2_5OmniThinkerForConditionalGeneration`."""
+    """Text-plus-audio inputs for a Qwen Omni thinker (`family` says which generation)."""
 
     def __init__(
         self,
@@ -85,7 +127,11 @@ class OmniThinkerInputs:
         audio_token: str,
         audio_bos_token: str,
         audio_eos_token: str,
+        family: OmniFamily = QWEN2_5_OMNI,
+        thinker: Any = None,
     ) -> None:
+        self.family = family
+        self.thinker = thinker
         self.feature_extractor = feature_extractor
         self.tokenizer = tokenizer
         self.chat_template = chat_template
@@ -95,7 +141,7 @@ class OmniThinkerInputs:
 
     @classmethod
     def from_pretrained(cls, pretrained: str, config: Any, **load: Any) -> OmniThinkerInputs:
-        """The parts of a Qwen2.5-Omni checkpoint (folder or Hub id) that audio input needs."""
+        """The parts of a Qwen Omni checkpoint (folder or Hub id) that audio input needs."""
         from transformers import AutoTokenizer, WhisperFeatureExtractor
 
         thinker = thinker_config(config)
@@ -111,7 +157,8 @@ class OmniThinkerInputs:
                 f"tokenizer (vocabulary of {len(tokenizer)})"
             )
         chat_template = load_chat_template(pretrained, tokenizer, **load)
-        return cls(features, tokenizer, chat_template, *tokens)
+        family = omni_family(config) or QWEN2_5_OMNI
+        return cls(features, tokenizer, chat_template, *tokens, family=family, thinker=thinker)
 
     def apply_chat_template(
         self, conversation: list[dict[str, Any]], add_generation_prompt: bool = True, **_: Any
@@ -129,23 +176,26 @@ class OmniThinkerInputs:
         text: Sequence[str],
         audio: Sequence[Any],
         sampling_rate: int,
-        padding: bool = True,
+        text_kwargs: Mapping[str, Any] | None = None,
         return_tensors: str = "pt",
     ) -> Any:
         """Token ids with every audio slot expanded, log-mel features and their frame mask."""
         from transformers import BatchFeature
 
+        pad_to_window = self.family.pad_to_window
         features = self.feature_extractor(
             list(audio),
             sampling_rate=sampling_rate,
-            padding="max_length",  # the 30 s window, as the thinker was trained
+            # As each thinker was trained: Qwen2.5 the 30 s window, Qwen3 the clip itself.
+            padding="max_length" if pad_to_window else "longest",
+            truncation=pad_to_window,
             return_attention_mask=True,
             return_tensors=return_tensors,
         )
         frames = features["attention_mask"].sum(-1).tolist()
-        prompts = expand_audio_slots(
-            list(text), self.audio_token, [audio_token_count(int(f)) for f in frames]
-        )
+        counts = [self.family.token_count(int(f), self.thinker) for f in frames]
+        prompts = expand_audio_slots(list(text), self.audio_token, counts)
+        padding = (text_kwargs or {}).get("padding", True)
         tokens = self.tokenizer(prompts, padding=padding, return_tensors=return_tensors)
         return BatchFeature(
             {

@@ -1,0 +1,145 @@
+"""`aqua-audiolm` on every audio LM family the pinned transformers ships and can be built here.
+
+Each family is a tiny random model of its real config and model class with its real processor
+class (tests/support/tiny_audio_families.py). For each: batched greedy replies equal
+one-at-a-time ones (padding never changes a reply), and plain `lm_eval` runs it end to end on
+AQUA Animal with real clips. Families that cannot be built offline are named with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lm_eval.api.instance import Instance
+from support.tiny_audio_families import FAMILIES, NOT_BUILT
+
+from aqua_tasks.core.data import load_items
+from aqua_tasks.models.hf_audio_lm import AudioLM
+from aqua_tasks.task.definition import build_docs, doc_to_audio, doc_to_text
+
+pytestmark = pytest.mark.slow
+BIN = Path(sys.executable).parent
+# Families with their own end-to-end tests (test_audio_lm.py, test_omni_audio_lm.py).
+COVERED_ELSEWHERE = {"qwen2_audio", "qwen2_5_omni"}
+MODEL_CLASSES = {
+    "audioflamingo3": "AudioFlamingo3ForConditionalGeneration",
+    "musicflamingo": "MusicFlamingoForConditionalGeneration",
+    "qwen3_omni_moe": "Qwen3OmniMoeThinkerForConditionalGeneration",
+}
+REAL_ANIMAL_CLIP = "4-181955-C-3.wav"
+
+
+@pytest.fixture(scope="module", params=sorted(set(FAMILIES) - COVERED_ELSEWHERE))
+def family_dir(request, tmp_path_factory) -> tuple[str, Path]:
+    family = request.param
+    return family, FAMILIES[family](tmp_path_factory.mktemp(family), 0)
+
+
+@pytest.fixture(scope="module")
+def animal_ids(released_dir) -> list[int]:
+    """Both items of the published real clip, and six with stand-in clips (8 in all)."""
+    items = load_items(released_dir, "animal")
+    real = [n for n, i in enumerate(items) if i.audio_filename.endswith(REAL_ANIMAL_CLIP)][:2]
+    return sorted({*real, *range(6)})[:8]
+
+
+def test_every_family_of_the_table_is_built_or_named_with_a_reason():
+    assert set(MODEL_CLASSES) | COVERED_ELSEWHERE == set(FAMILIES)
+    assert set(NOT_BUILT) == {"granite_speech", "gemma3n", "phi4_multimodal", "voxtral"}
+
+
+def test_batched_replies_equal_one_at_a_time(
+    family_dir, released_dir, released_audio_root, animal_ids
+):
+    family, folder = family_dir
+    docs = build_docs(
+        "animal", data_dir=str(released_dir), settings={"audio_root": str(released_audio_root)}
+    )
+    requests = [
+        Instance(
+            "generate_until",
+            docs[n],
+            (
+                doc_to_text(docs[n]),
+                {"until": [], "max_gen_toks": 6},
+                {"audio": doc_to_audio(docs[n])},
+            ),
+            0,
+            ("aqua_animal", n, 1),
+        )
+        for n in animal_ids
+    ]
+    lm = AudioLM(pretrained=str(folder), device="cpu", dtype="float32", reply_cache="off")
+    assert type(lm.model).__name__ == MODEL_CLASSES[family]
+    lm.batch_size = 4
+    batched = lm.generate_until(requests, disable_tqdm=True)
+    lm.batch_size = 1
+    assert batched == lm.generate_until(requests, disable_tqdm=True)
+    assert all(isinstance(r, str) and r for r in batched)
+
+
+def test_plain_lm_eval_runs_the_family_on_aqua_animal_with_real_clips(
+    family_dir, released_dir, released_audio_root, animal_ids, tmp_path
+):
+    family, folder = family_dir
+    metadata = {"data_dir": str(released_dir), "audio_root": str(released_audio_root)}
+    proc = subprocess.run(
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "aqua-audiolm",
+            "--model_args",
+            f"pretrained={folder},device=cpu,batch_size=4,max_gen_toks=6",
+            "--tasks",
+            "aqua_animal",
+            "--samples",
+            json.dumps({"aqua_animal": animal_ids}),
+            "--metadata",
+            json.dumps(metadata),
+            "--log_samples",
+            "--output_path",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "AQUA_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    results = json.loads(next((tmp_path / "out").rglob("results_*.json")).read_text())
+    assert results["results"]["aqua_animal"]["n_items,none"] == len(animal_ids) == 8
+    record = results["config"]["aqua_audiolm"]
+    assert record["model_class"] == MODEL_CLASSES[family]
+    samples = next((tmp_path / "out").rglob("samples_aqua_animal_*.jsonl")).read_text()
+    assert len(samples.splitlines()) == 8
+
+
+def test_a_family_whose_processor_needs_a_missing_library_is_refused_before_loading(
+    tmp_path, monkeypatch
+):
+    import transformers
+
+    from aqua_tasks.models import hf_audio_lm, hf_audio_lm_loading
+
+    folder = FAMILIES["audioflamingo3"](tmp_path / "af3", 0)
+
+    def needs_torchaudio(*args, **kwargs):
+        raise ImportError("GraniteSpeechFeatureExtractor requires the torchaudio library")
+
+    def never(*args, **kwargs):
+        raise AssertionError("weights were loaded")
+
+    monkeypatch.setattr(transformers.AutoProcessor, "from_pretrained", needs_torchaudio)
+    monkeypatch.setattr(hf_audio_lm, "load_model", never)
+    with pytest.raises(ValueError) as refused:
+        AudioLM(pretrained=str(folder), device="cpu")
+    assert str(refused.value) == (
+        f"{folder}: audioflamingo3 models cannot run here: its processor needs a library that is "
+        "not installed (GraniteSpeechFeatureExtractor requires the torchaudio library)"
+    )
+    assert hf_audio_lm_loading.audio_features(object()) is None
