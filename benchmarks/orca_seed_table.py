@@ -315,8 +315,9 @@ def main(argv: list[str] | None = None) -> int:
                 "recipe": recipe,
             }
             rows.append(check_row(row, str(folder / "metrics.json")) if kind == "raw" else row)
-    if args.results and kind == "raw":
-        write_results(args.results, rows)
+            if args.results and kind == "raw":
+                # After every run: a sitting stopped mid-table keeps the rows it finished.
+                write_results(args.results, rows)
     groups = {
         f"split {p}": summary([r for r in rows if r["split_seed"] == p]) for p in args.split_seeds
     }

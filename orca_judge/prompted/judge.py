@@ -234,7 +234,7 @@ class PromptedJudge:
                 abort=self.backend.close,
             )
         except RequestFailure as failure:
-            raise self._endpoint_error(failure) from None
+            raise self._endpoint_error(failure.message, failure.status) from None
         finally:
             bar.close()
         judged = list(results)
@@ -270,15 +270,15 @@ class PromptedJudge:
         s.http_retries = sum(s.retries_by_reason.values())
         s.seconds += seconds
 
-    def _endpoint_error(self, failure: RequestFailure) -> JudgeEndpointError:
+    def _endpoint_error(self, message: str, status: int | None) -> JudgeEndpointError:
         hint = {
             401: f"check the API key in ${self.settings.api_key_env} (api_key_env names it)",
             403: f"the key in ${self.settings.api_key_env} has no access to this model",
             404: "check base_url (the full chat-completions URL) and model (the server's name)",
-        }.get(failure.status or 0, "is the server running at base_url?")
+        }.get(status or 0, "is the server running at base_url?")
         return JudgeEndpointError(
             f"llm_judge: request to {self.settings.base_url} for model {self.settings.model!r} "
-            f"failed: {redact(failure.message, self.backend.secret)}; {hint}"
+            f"failed: {redact(message, self.backend.secret)}; {hint}"
         )
 
     def summary(self) -> str:
