@@ -36,9 +36,15 @@ def bounded_int(name: str, value: object, *, minimum: int = 0) -> int:
 
 
 def finite_number(
-    name: str, value: object, *, minimum: float = 0.0, open_interval: bool = False
+    name: str,
+    value: object,
+    *,
+    minimum: float = 0.0,
+    maximum: float | None = None,
+    open_interval: bool = False,
 ) -> float:
-    """A model argument that must be a finite number >= `minimum` (> with `open_interval`)."""
+    """A model argument that must be a finite number >= `minimum` (> with `open_interval`),
+    and at most `maximum` when given."""
     try:
         number = float(str(value).strip())
     except ValueError:
@@ -46,7 +52,9 @@ def finite_number(
             f"{name}={value!r}: expected a finite number "
             f"{'>' if open_interval else '>='} {minimum:g}"
         ) from None
-    problem = number_problem(name, number, minimum=minimum, open_interval=open_interval)
+    problem = number_problem(
+        name, number, minimum=minimum, maximum=maximum, open_interval=open_interval
+    )
     if problem is not None:
         raise ModelArgumentError(f"{name}={value!r}: {problem.partition(': ')[2]}")
     return number

@@ -6,6 +6,7 @@ neither names one.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -69,7 +70,7 @@ def _as_bool(name: str, value: Any) -> bool:
 def _as_batch_size(value: Any) -> int:
     try:
         size = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: JSON's Infinity
         size = 0
     if size < 1 or (isinstance(value, float) and not value.is_integer()):
         raise OrcaMetricError(f"orca setting 'batch_size': expected an integer >= 1, got {value!r}")
@@ -81,7 +82,7 @@ def _as_threshold(value: Any) -> float:
         threshold = float(value)
     except (TypeError, ValueError):
         threshold = -1.0
-    if isinstance(value, bool) or not threshold >= 0:
+    if isinstance(value, bool) or not (math.isfinite(threshold) and threshold >= 0):
         raise OrcaMetricError(
             f"orca setting 'clamp_threshold': expected a number >= 0 (0 turns clamping off), "
             f"got {value!r}"

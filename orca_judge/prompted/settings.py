@@ -81,7 +81,7 @@ def _typed(name: str, value: Any, where: str) -> Any:
     if name in _INTS:
         try:
             number = int(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: JSON's Infinity
             number = None
         if (
             number is None
@@ -96,8 +96,9 @@ def _typed(name: str, value: Any, where: str) -> Any:
             seconds = float(value)
         except (TypeError, ValueError):
             seconds = math.nan
-        if not (math.isfinite(seconds) and seconds > 0):
-            raise LlmJudgeError(f"{where}: timeout={value!r}: expected seconds > 0")
+        # A day at most: a larger timeout overflows the socket layer at the first request.
+        if not (math.isfinite(seconds) and 0 < seconds <= 86400):
+            raise LlmJudgeError(f"{where}: timeout={value!r}: expected seconds > 0, at most 86400")
         return seconds
     return str(value)
 

@@ -78,8 +78,15 @@ def test_a_hub_id_and_an_existing_folder_pass_through_to_transformers(tmp_path):
     ("changes", "line"),
     [
         ({"num_concurrent": 0}, "num_concurrent=0: expected an integer >= 1"),
-        ({"timeout": 0}, "timeout=0: expected a finite number with 0.0 < timeout, got 0.0"),
-        ({"timeout": "inf"}, "timeout='inf': expected a finite number with 0.0 < timeout, got inf"),
+        ({"timeout": 0}, "timeout=0: expected a finite number with 0.0 < timeout < 86400, got 0.0"),
+        (
+            {"timeout": "inf"},
+            "timeout='inf': expected a finite number with 0.0 < timeout < 86400, got inf",
+        ),
+        (
+            {"timeout": "1e308"},
+            "timeout='1e308': expected a finite number with 0.0 < timeout < 86400, got 1e+308",
+        ),
         ({"temperature": "nan"}, "temperature='nan': expected a finite number with 0.0 <="),
         ({"seed": "abc"}, "seed='abc': expected an integer >= 0"),
         ({"max_retries": 1.5}, "max_retries=1.5: expected an integer >= 0"),

@@ -209,3 +209,32 @@ def test_fallback_settings_are_typed_when_the_task_is_built(tmp_path):
             fallback={"base_url": "http://127.0.0.1:9/v1", "model": "m", "max_tokens": "abc"},
             data_dir=str(tmp_path),
         )
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [({"max_tokens": float("inf")}, "max_tokens=inf: expected an integer >= 1"),
+     ({"timeout": "1e308"}, "timeout='1e308': expected seconds > 0, at most 86400")],
+)  # fmt: skip
+def test_infinite_or_overflowing_judge_settings_are_one_line_not_a_traceback(values, message):
+    with pytest.raises(LlmJudgeError, match=message):
+        build_settings({"base_url": "http://x/v1", "model": "m", **values}, "t")
+
+
+def test_orca_metric_settings_refuse_infinity():
+    from orca_judge.errors import OrcaMetricError
+    from orca_judge.metric.settings import _as_batch_size, _as_threshold
+
+    with pytest.raises(OrcaMetricError, match="'batch_size': expected an integer >= 1"):
+        _as_batch_size(float("inf"))
+    with pytest.raises(OrcaMetricError, match="'clamp_threshold': expected a number >= 0"):
+        _as_threshold("inf")
+
+
+def test_endpoint_model_arguments_refuse_top_p_above_1_and_huge_timeouts():
+    from aqua_tasks.errors import ModelArgumentError
+    from aqua_tasks.models.model_args import finite_number
+
+    with pytest.raises(ModelArgumentError, match="top_p=5"):
+        finite_number("top_p", 5, maximum=1)
+    assert finite_number("top_p", "0.9", maximum=1) == 0.9

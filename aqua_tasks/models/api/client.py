@@ -171,7 +171,8 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
             )
         self.model = str(model)
         self.num_concurrent = positive_int("num_concurrent", num_concurrent)
-        self.timeout = finite_number("timeout", timeout, open_interval=True)
+        # A day at most: a larger timeout overflows the socket layer at the first request.
+        self.timeout = finite_number("timeout", timeout, maximum=86400, open_interval=True)
         if audio_format not in AUDIO_FORMATS:
             raise ModelArgumentError(
                 f"audio_format={audio_format!r}: expected one of {', '.join(AUDIO_FORMATS)}"
@@ -185,7 +186,7 @@ class OpenAIAudioChatLM(ArgsThroughArgObj, LM):
         if temperature is not None:  # `temperature=none` for models that refuse the field
             self.sampling["temperature"] = finite_number("temperature", temperature)
         if top_p is not None:
-            self.sampling["top_p"] = finite_number("top_p", top_p)
+            self.sampling["top_p"] = finite_number("top_p", top_p, maximum=1)
         if seed is not None:
             self.sampling["seed"] = bounded_int("seed", seed)
         if token_limit_field not in TOKEN_LIMIT_FIELDS:
