@@ -146,7 +146,7 @@ CTRL_C_CHILD = """
 import os, signal, sys, threading, time
 from orca_judge.prompted.judge import PromptedJudge
 from orca_judge.prompted.settings import build_settings
-# A shell that starts jobs in the background leaves them ignoring SIGINT: a user's terminal does not.
+# A shell running jobs in the background leaves them ignoring SIGINT; a terminal does not.
 signal.signal(signal.SIGINT, signal.default_int_handler)
 settings = {"base_url": sys.argv[1], "model": "m", "timeout": 60, "cache": "false"}
 judge = PromptedJudge(build_settings(settings, "t"))
