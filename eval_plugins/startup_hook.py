@@ -3,9 +3,9 @@ plain `lmms-eval` sees `metric: orca`.
 
 Neither harness discovers metric plugins. The package installs a `.pth` file that calls
 `install()` at every Python start; `install()` only puts a finder on `sys.meta_path` that
-answers for four lm-eval and two lmms-eval modules and passes on every other import. When
+answers for three lm-eval and two lmms-eval modules and passes on every other import. When
 those modules finish importing, it hands them to `eval_plugins.lm_eval.plugin` (task folder
-indexed, models and metric registered, the CLI run extended, audio cache keys) or
+indexed, models and metric registered, audio cache keys) or
 `eval_plugins.lmms_eval.plugin` (metric registered, judge checked before generation). A
 process that imports neither pays for this module and one dictionary lookup per import.
 Standard library only, and nothing here may raise: any failure ends in one warning and the
@@ -27,7 +27,6 @@ TRIGGERS = {
     "lm_eval.api.model": "on_model",
     "lm_eval.tasks.manager": "on_task_manager",
     "lm_eval.evaluator": "on_evaluator",
-    "lm_eval._cli.run": "on_cli_run",
 }
 # lmms-eval module -> function of eval_plugins.lmms_eval.plugin called once it has imported.
 LMMS_TRIGGERS = {

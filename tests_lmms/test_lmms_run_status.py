@@ -89,7 +89,7 @@ def test_a_failed_run_that_judged_with_orca_exits_one_and_other_runs_keep_lmms_e
 
     evaluator.evaluate = evaluate
     # prepare() finds an orca entry in a task that uses the metric, none elsewhere.
-    compat.patch_evaluate(evaluator, lambda tasks: ["orca settings"] if "judged" in tasks else [])
+    compat._wrap_evaluate(evaluator, lambda tasks: ["orca settings"] if "judged" in tasks else [])
     main.cli_evaluate_single = lambda args: evaluator.evaluate(None, task_dict={args: None})
     compat.patch_cli(main, owns=lambda args: False)
     with pytest.raises(SystemExit) as stopped:

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from aqua_tasks.errors import AquaDataError
 from eval_common.cli import RESUMES, command, fail
-from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
 from eval_plugins.lm_eval.aqua.task_index import indexing_for
 from eval_plugins.lm_eval.aqua.user_tasks import check_user_task_yamls
-from eval_plugins.lm_eval.cli_run import (
-    check_run_settings,
-    command_line_run,
-    harness_refusal,
-    report,
-)
-from eval_plugins.lm_eval.compat import harness_cli, lm_eval_problem, scoring_pipeline
+from eval_plugins.lm_eval.cli_run import check_loggers, command_line_run, harness_refusal, report
+from eval_plugins.lm_eval.compat import lm_eval_problem, scoring_pipeline
 from eval_plugins.lm_eval.harness_errors import json_flag_problem
-from eval_plugins.lm_eval.registration import install_task_index, register_all
+from eval_plugins.lm_eval.registration import install_task_folder, register_all
 from eval_plugins.names import LM_EVAL, targets
 
 PROG = "aqua-eval"
@@ -42,14 +37,24 @@ EPILOG = f"""examples:
   aqua-score runs/qwen2-audio
   aqua-regress --baseline runs/base --candidate runs/qwen2-audio
 
-  {PROG} run --help lists every flag (they are lm-eval's); the tasks, metadata keys and
-  models: README.md, docs/audio_lm.md.
+  The tasks, metadata keys and models: README.md, docs/guide.md, docs/audio_lm.md.
 """
 
 
 def model_names() -> list[str]:
     """The lm-eval model names this plugin registers (`eval_plugins.names`)."""
     return list(targets(LM_EVAL, "models"))
+
+
+def print_help_footer() -> None:
+    """What aqua-eval adds to lm-eval's help: what it is, its models, our examples."""
+    from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
+
+    print(
+        f"\n{PROG} is lm-eval's command line (above) with the AQUA-Bench tasks (aqua, aqua_*, "
+        f"aqua-*; folder {task_config_dir()}), the metrics orca and llm_judge and the models "
+        f"{', '.join(model_names())} available.\n\n{EPILOG}"
+    )
 
 
 def flag_value(argv: Sequence[str], *names: str) -> str | None:
@@ -72,29 +77,86 @@ def with_model_alias(argv: list[str]) -> list[str]:
     return [ours if arg == given else arg.replace(f"={given}", f"={ours}") for arg in argv]
 
 
-def run_public_cli(argv: list[str]) -> int:
-    """lm-eval's 0.5 line: its own command line (public entry point) with our registrations,
-    then the AQUA table pooled over clips, read back from the saved samples by `aqua-score`
-    (lm-eval 0.5 gives a group only averaged figures, so the `aqua` row has none there)."""
+def run_cli(argv: list[str]) -> int:
+    """lm-eval's own command line (its public entry point) with our registrations, then the
+    AQUA table: on 0.4.13 the paper layout of the results it kept and the judge failures; on
+    the 0.5 line (which gives a group only averaged figures) the table pooled over clips,
+    read back from the saved samples by `aqua-score`."""
     from lm_eval.__main__ import cli_evaluate
 
     argv = with_model_alias(argv)
     check_user_task_yamls(flag_value(argv, "--include_path"))
     saved_argv = sys.argv
+    # lm-eval's parser reads sys.argv itself (it inserts the implicit `run` subcommand there).
     sys.argv = [PROG, *argv]
     try:
-        cli_evaluate()
+        check_loggers(flag_value(argv, "--wandb_args", "-w"))
+        check_aqua_settings(requested(argv))
+        with command_line_run() as record, indexing_for(requested(argv)):
+            cli_evaluate()
+    except SystemExit as done:
+        if done.code == 0 and ("-h" in argv or "--help" in argv):
+            print_help_footer()
+        raise
     except Exception as err:
+        # Bad settings or data are the user's to fix: one line, not a traceback.
         line = harness_refusal(err)
         if line is None:
             raise
         return fail(PROG, line)
     finally:
         sys.argv = saved_argv
+    if not scoring_pipeline():
+        return report(record, PROG)
     output = flag_value(argv, "--output_path", "-o")
     if output and ("--log_samples" in argv or "-s" in argv):
         print_pooled_table(Path(output))
     return 0
+
+
+def requested(argv: Sequence[str]) -> argparse.Namespace:
+    """The `--tasks`, `--config` and `--metadata` of a command line, as lm-eval's parser
+    reads them (`metadata`: its words, unparsed).
+
+    Only to decide whether lm-eval's built-in tasks need indexing and to check the settings
+    before lm-eval starts: an entry this reading misses (an abbreviated flag) leaves its field
+    None, and lm-eval builds the full index and the tasks check the settings.
+    """
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--tasks", "-t", nargs="+")
+    parser.add_argument("--config", "-C")
+    parser.add_argument("--metadata", nargs="+")
+    known, _ = parser.parse_known_args(list(argv))
+    return known
+
+
+def check_aqua_settings(given: argparse.Namespace) -> None:
+    """AquaDataError, before lm-eval starts, for `--metadata` an AQUA run cannot use.
+
+    `--metadata` is read as lm-eval reads it (a JSON object, or `key=value` words); where this
+    reading fails, lm-eval refuses the flag itself, and a `--config` file's settings are
+    checked when the tasks are built.
+    """
+    import json
+
+    from lm_eval.utils import simple_parse_args_string
+
+    from aqua_tasks.core.run_settings import check_aqua_metadata, selects_aqua_tasks
+
+    if given.config or not selects_aqua_tasks(given.tasks):
+        return
+    words = list(given.metadata or [])
+    try:
+        first = json.loads(words[0]) if words else {}
+        if isinstance(first, dict):
+            metadata = first
+        else:
+            metadata = {}
+            for word in words:
+                metadata.update(simple_parse_args_string(word))
+    except (ValueError, SyntaxError):
+        return
+    check_aqua_metadata(metadata)
 
 
 def print_pooled_table(output: Path) -> None:
@@ -114,61 +176,20 @@ def print_pooled_table(output: Path) -> None:
 
 @command(PROG, on_interrupt=RESUMES)
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run lm-eval's command line with our task folder on the include path."""
+    """Run lm-eval's command line with our task folder, models and metrics registered."""
     from lm_eval.tasks import TaskManager
-    from lm_eval.utils import setup_logging
 
     problem = lm_eval_problem()
     if problem:
         return fail(PROG, problem)
-    if scoring_pipeline():
-        register_all()
-        install_task_index(TaskManager)
-        given = list(sys.argv[1:] if argv is None else argv)
-        if bad_json := json_flag_problem(given):
-            return fail(PROG, bad_json)
-        return run_public_cli(given)
     # Also done by the start-up hook when lm-eval imports; idempotent, and needed when the
     # hook is switched off.
     register_all()
-    install_task_index(TaskManager)
-    setup_logging()
-    saved_argv = sys.argv
-    # lm-eval's parser reads sys.argv itself (it inserts the implicit `run` subcommand there).
-    sys.argv = [PROG, *(sys.argv[1:] if argv is None else argv)]
-    bad_json = json_flag_problem(sys.argv[1:])
-    if bad_json:
-        sys.argv = saved_argv
+    install_task_folder(TaskManager)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if bad_json := json_flag_problem(given):
         return fail(PROG, bad_json)
-    args = None
-    try:
-        with command_line_run() as record:
-            parser = harness_cli(
-                PROG,
-                "lm-eval's command line with the AQUA-Bench tasks (aqua, aqua_*, aqua-*), the "
-                f"metric `orca` and the models {', '.join(model_names())} available. "
-                "Flags are lm-eval's.",
-                EPILOG,
-            )
-            sys.argv = [PROG, *with_model_alias(sys.argv[1:])]
-            args = parser.parse_args()
-            check_run_settings(args)
-            if hasattr(args, "include_path"):
-                check_user_task_yamls(args.include_path)
-                # The CLI accepts one folder; lm-eval's TaskManager accepts a list, ours first.
-                extra = args.include_path
-                args.include_path = [str(task_config_dir())] + ([extra] if extra else [])
-            with indexing_for(args):
-                parser.execute(args)
-    except Exception as err:
-        # Bad settings or data are the user's to fix: one line, not a traceback.
-        line = harness_refusal(err)
-        if line is None:
-            raise
-        return fail(PROG, line)
-    finally:
-        sys.argv = saved_argv
-    return report(record, PROG)
+    return run_cli(given)
 
 
 if __name__ == "__main__":

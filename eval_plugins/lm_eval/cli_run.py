@@ -1,18 +1,13 @@
-"""What an lm-eval command-line run gets from both packages, under `aqua-eval` or plain `lm_eval`.
+"""What `aqua-eval` adds around lm-eval's command line: its results, judge failures, table.
 
-- `--metadata` of an AQUA run checked before lm-eval spends time indexing and loading;
-- each evaluation in a judge session whose per-item files go beside lm-eval's samples;
+- each evaluation in a judge session whose per-item files go beside lm-eval's samples (the
+  evaluation seam, under plain `lm_eval` too);
 - the paper-layout table after lm-eval's own, and judge failures repeated at the end with a
-  non-zero exit.
-
-`aqua-eval` opens `command_line_run()` around lm-eval's CLI; under plain `lm_eval` the
-start-up hook wraps lm-eval's `run` command with `extend_run_command`. Inside `aqua-eval`
-the wrapped command sees the open run and adds nothing twice.
+  non-zero exit (`aqua-eval` only: plain `lm_eval` prints its table and logs the failures).
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -21,8 +16,7 @@ from typing import Any
 
 from eval_common.cli import fail
 
-# Modules that need scipy, regex or torch are imported when used: `lm_eval ls tasks` and
-# `lm_eval --help` import lm-eval's run command too, and must stay quick.
+# Modules that need scipy, regex or torch are imported when used: `aqua-eval --help` stays quick.
 
 
 @dataclass
@@ -36,36 +30,54 @@ class CliRun:
 _ACTIVE: ContextVar[CliRun | None] = ContextVar("aqua_cli_run", default=None)
 
 
+def checked_run(simple_evaluate: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """simple_evaluate(*args, **kwargs) after checking our models' arguments, its results
+    kept for the open command-line run."""
+    check_model(kwargs)
+    results = simple_evaluate(*args, **kwargs)
+    record = _ACTIVE.get()
+    if record is not None and isinstance(results, dict):
+        record.results.append(results)
+    return results
+
+
+def check_model(run: dict) -> None:
+    """ModelArgumentError, before the model loads, for a bad argument of one of our models or
+    a model that needs audio in a text-only AQUA run (`run`: simple_evaluate's keywords)."""
+    from aqua_tasks.core.run_settings import selects_aqua_tasks
+    from aqua_tasks.models.audio_prompts import refuse_text_only_run
+    from eval_plugins.names import LM_EVAL, aqua_models, load, targets
+
+    name = run.get("model")
+    if not isinstance(name, str) or name not in aqua_models(LM_EVAL):
+        return  # lm-eval's own models (or a model object) check their own arguments
+    cls = load(targets(LM_EVAL, "models")[name])
+    model_args = run.get("model_args")
+    if isinstance(model_args, dict):
+        harness = {key: run.get(key) for key in ("batch_size", "max_batch_size", "device")}
+        cls.check_model_args(dict(model_args), harness)
+    tasks = run.get("tasks")
+    names = [t for t in tasks if isinstance(t, str)] if isinstance(tasks, list) else tasks
+    if isinstance(run.get("metadata"), dict) and selects_aqua_tasks(names or None):
+        refuse_text_only_run(cls, run["metadata"])
+
+
 @contextmanager
 def command_line_run() -> Iterator[CliRun]:
-    """Within: lm_eval.simple_evaluate runs in a judge session, keeping results (re-entrant)."""
+    """Within: every simple_evaluate's results and judge failures are kept (re-entrant).
+
+    lm-eval's command line prints and saves the results but never returns them.
+    """
     active = _ACTIVE.get()
     if active is not None:
         yield active
         return
-    from eval_common.evaluation import tracker_output_folder
-    from eval_plugins.lm_eval.compat import returning_simple_evaluate
     from orca_judge.metric.judge_pass import JudgeSession, session_scope
 
     record = CliRun()
-
-    def keeping(simple_evaluate: Callable[..., Any]) -> Callable[..., Any]:
-        def evaluate_and_keep(*args: Any, **kwargs: Any) -> dict | None:
-            # Per-item judge results go where lm-eval's tracker writes the samples; each
-            # evaluation inside gets its own judge session, sharing this folder and failure log.
-            folder = tracker_output_folder(kwargs.get("evaluation_tracker"))
-            with session_scope(JudgeSession(output_folder=folder, failures=record.failures)):
-                results = simple_evaluate(*args, **kwargs)
-            if isinstance(results, dict):
-                record.results.append(results)
-            return results
-
-        return evaluate_and_keep
-
-    # lm-eval's CLI never returns the results: it calls this instead, which keeps them.
     token = _ACTIVE.set(record)
     try:
-        with returning_simple_evaluate(keeping):
+        with session_scope(JudgeSession(failures=record.failures)):
             yield record
     finally:
         _ACTIVE.reset(token)
@@ -93,30 +105,15 @@ def harness_refusal(error: Exception) -> str | None:
     return None
 
 
-def check_run_settings(args: Any) -> None:
-    """Refuse, before lm-eval indexes tasks, `--metadata` an AQUA run cannot use
-    (AquaDataError), bad model arguments of this package's models (ModelArgumentError) and
-    `--wandb_args` without wandb installed (LoggerUnavailable)."""
-    from aqua_tasks.core.run_settings import check_aqua_metadata, selects_aqua_tasks
-
-    if getattr(args, "command", "run") != "run":
-        return
-    aqua = selects_aqua_tasks(getattr(args, "tasks", None))
-    if aqua:
-        check_aqua_metadata(getattr(args, "metadata", None))
-    check_model_args(args, getattr(args, "metadata", None) if aqua else None)
-    check_loggers(args)
-
-
-def check_loggers(args: Any) -> None:
+def check_loggers(wandb_args: str | None) -> None:
     """LoggerUnavailable for `--wandb_args` without wandb, before any model is loaded.
 
     lm-eval's W&B logger only warns when wandb is missing, then fails on its first use of it
-    with a traceback; a nightly job should read the fix in one line instead.
+    with a traceback, after the evaluation; a nightly job should read the fix in one line first.
     """
     from aqua_tasks.errors import LoggerUnavailable
 
-    if not getattr(args, "wandb_args", None):
+    if not wandb_args:
         return
     try:
         import wandb  # noqa: F401
@@ -124,29 +121,6 @@ def check_loggers(args: Any) -> None:
         raise LoggerUnavailable(
             "--wandb_args needs the wandb package: pip install 'aqua-bench-eval[wandb]'"
         ) from None
-
-
-def check_model_args(args: Any, aqua_metadata: dict | None = None) -> None:
-    """ModelArgumentError for a bad model argument of one of our models; loads no model.
-
-    `aqua_metadata`: the `--metadata` of a run of AQUA tasks (None otherwise), so that a model
-    that needs audio refuses a text-only run before any request.
-    """
-    from aqua_tasks.models.audio_prompts import refuse_text_only_run
-    from eval_plugins.names import LM_EVAL, aqua_models, load, targets
-
-    name = str(getattr(args, "model", "") or "")
-    if name not in aqua_models(LM_EVAL):
-        return  # lm-eval's own models check their own arguments
-    cls = load(targets(LM_EVAL, "models")[name])
-    model_args = getattr(args, "model_args", None)
-    if isinstance(model_args or {}, dict):
-        harness = {
-            name: getattr(args, name, None) for name in ("batch_size", "max_batch_size", "device")
-        }
-        cls.check_model_args(dict(model_args or {}), harness)
-    if isinstance(aqua_metadata, dict):
-        refuse_text_only_run(cls, aqua_metadata)
 
 
 def report(record: CliRun, prog: str) -> int:
@@ -160,29 +134,3 @@ def report(record: CliRun, prog: str) -> int:
     for message in record.failures:
         fail(prog, message)
     return 1 if record.failures else 0
-
-
-def extend_run_command(run_cls: type, prog: str = "lm_eval") -> None:
-    """Wrap lm-eval's `run` command with what this module adds; idempotent."""
-    from eval_plugins.lm_eval.compat import patch_run_command
-
-    def around(execute: Callable[[Any], None], args: Any) -> None:
-        if _ACTIVE.get() is not None:  # aqua-eval: it checks, collects and reports itself
-            execute(args)
-            return
-        from eval_plugins.lm_eval.aqua.task_index import indexing_for
-
-        try:
-            check_run_settings(args)
-            with command_line_run() as record, indexing_for(args):
-                execute(args)
-        except Exception as err:
-            line = harness_refusal(err)
-            if line is None:
-                raise
-            sys.exit(fail(prog, line))
-        status = report(record, prog)
-        if status:
-            sys.exit(status)
-
-    patch_run_command(run_cls, around)

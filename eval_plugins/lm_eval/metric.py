@@ -45,7 +45,7 @@ def orca(references: Sequence[Any], predictions: Sequence[Any], **entry: Any) ->
 def orca_aggregate(items: Sequence[Any]) -> float:
     """lm-eval aggregation for every orca figure: scores the items (once), returns the figure.
 
-    The items come labelled with their task and filter (`compat.patch_task_aggregations`).
+    The items come labelled with their task and filter (`compat.patch_evaluation`).
     """
     return aggregate(items)
 
@@ -94,7 +94,7 @@ def register() -> None:
             register_metric(metric=LLM_METRIC, higher_is_better=True, aggregation=LLM_METRIC)(
                 llm_judge
             )
-    compat.patch_evaluate()
+    compat.patch_evaluation()
 
 
 def orca_entries(task: Any) -> list[Mapping[str, Any]]:
@@ -132,7 +132,7 @@ def prepare_tasks(task_dict: Mapping[str, Any]) -> list[OrcaMetricSettings | Llm
 def install() -> None:
     """Register the metric and run `prepare_tasks` at the start of each lm-eval evaluate()."""
     register()
-    compat.patch_evaluate(prepare_tasks)
+    compat.patch_evaluation(prepare=prepare_tasks)
 
 
 # `metric: !function eval_plugins.lm_eval.metric.orca` (or `.llm_judge`) imports this module

@@ -2,10 +2,9 @@
 
 `eval_plugins.startup_hook` calls one function per lm-eval module, right after that module has
 executed: the TaskManager also indexes our task folder, the evaluator comes with our models
-and `metric: orca` registered (after lm-eval's own), the command-line run adds what
-`aqua-eval` adds, and `--use_cache` keys accept audio. Only on the lm-eval versions
-`eval_common.harness_versions` supports; every patch itself is a seam of
-`eval_plugins.lm_eval.compat`, made in full on the tested version only.
+and `metric: orca` registered (after lm-eval's own), and `--use_cache` keys accept audio.
+Only on the lm-eval versions `eval_common.harness_versions` supports; every patch itself is a
+seam of `eval_plugins.lm_eval.compat`, made in full on the tested version only.
 """
 
 from __future__ import annotations
@@ -27,10 +26,9 @@ def on_task_manager(module: ModuleType) -> None:
     """lm_eval.tasks.manager imported: every TaskManager also indexes the AQUA task folder
     (without lm-eval's built-in tasks in a run that needs none), and its glob matches leave
     out a built track whose file data_dir lacks."""
-    from eval_plugins.lm_eval.registration import install_task_index, install_task_matching
+    from eval_plugins.lm_eval.registration import install_task_folder
 
-    install_task_index(module.TaskManager)
-    install_task_matching(module.TaskManager)
+    install_task_folder(module.TaskManager)
 
 
 def own_import_underway() -> bool:
@@ -45,14 +43,16 @@ def own_import_underway() -> bool:
 
 def on_evaluator(module: ModuleType) -> None:
     """lm_eval.evaluator imported: register our models (after lm-eval's own) and metric orca."""
-    from eval_plugins.lm_eval.compat import before_first_simple_evaluate
+    from eval_plugins.lm_eval.compat import patch_evaluation, scoring_pipeline
     from eval_plugins.lm_eval.registration import register_all
 
     if own_import_underway():
         # e.g. aqua-eval's register_all() importing the metric, which imports the evaluator:
-        # registering now would meet our modules half-initialised. Do it when the first
-        # evaluation starts instead (a no-op if the caller has registered by then).
-        before_first_simple_evaluate(module, register_all)
+        # registering now would meet our modules half-initialised. On 0.4.13 it is done when
+        # each evaluation starts (a no-op once the caller has registered); lm-eval 0.5 builds
+        # its tasks before that, and the caller underway registers.
+        if not scoring_pipeline():
+            patch_evaluation(before=register_all)
         return
     register_all()
 
@@ -63,12 +63,3 @@ def on_model(module: ModuleType) -> None:
 
     if not scoring_pipeline():
         patch_cache_keys()
-
-
-def on_cli_run(module: ModuleType) -> None:
-    """lm_eval._cli.run imported: `lm_eval run` gets aqua-eval's checks, judge output and table."""
-    from eval_plugins.lm_eval.cli_run import extend_run_command
-    from eval_plugins.lm_eval.compat import scoring_pipeline
-
-    if not scoring_pipeline():
-        extend_run_command(module.Run)

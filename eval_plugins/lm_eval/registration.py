@@ -12,24 +12,17 @@ from importlib.metadata import EntryPoint
 from typing import Any
 
 
-def install_task_index(task_manager_cls: type) -> None:
-    """lm-eval's TaskManager also indexes the AQUA task folder, and (lm-eval 0.4.13) skips
-    lm-eval's built-in tasks in a command-line run that needs none of them; idempotent."""
-    from eval_plugins.lm_eval.aqua.task_folder import with_task_folder
+def install_task_folder(task_manager_cls: type) -> None:
+    """lm-eval's TaskManager also indexes the AQUA task folder, leaves unbuilt tracks out of
+    glob matches and checks an AQUA run's `--metadata`, and (lm-eval 0.4.13) skips lm-eval's
+    built-in tasks in a command-line run that needs none of them; idempotent."""
+    from eval_plugins.lm_eval.aqua.task_folder import choose_task_matches, with_task_folder
     from eval_plugins.lm_eval.aqua.task_index import covers_run, may_skip_defaults
-    from eval_plugins.lm_eval.compat import BuiltinsNeeded, index_task_folder, scoring_pipeline
+    from eval_plugins.lm_eval.compat import BuiltinsNeeded, extend_task_manager, scoring_pipeline
 
     # lm-eval 0.5 keeps its index in other structures: there the full index is built.
     builtins = None if scoring_pipeline() else BuiltinsNeeded(may_skip_defaults, covers_run)
-    index_task_folder(task_manager_cls, with_task_folder, builtins)
-
-
-def install_task_matching(task_manager_cls: type) -> None:
-    """lm-eval's TaskManager leaves unbuilt built tracks out of glob matches; idempotent."""
-    from eval_plugins.lm_eval.aqua.task_folder import choose_task_matches
-    from eval_plugins.lm_eval.compat import filter_task_matches
-
-    filter_task_matches(task_manager_cls, choose_task_matches)
+    extend_task_manager(task_manager_cls, with_task_folder, choose_task_matches, builtins)
 
 
 def same_target(current: Any, target: str) -> bool:
@@ -78,7 +71,7 @@ def register_all() -> None:
     # lm-eval fills its model registry lazily only while it is empty: import its own models
     # first, or registering ours would hide `hf`, `vllm`, `dummy`, ...
     fill_registries()
-    install_task_matching(TaskManager)
+    install_task_folder(TaskManager)
     register_models()
     if scoring_pipeline():
         from eval_plugins.lm_eval import judge_scorers
@@ -88,11 +81,13 @@ def register_all() -> None:
         judge_scorers.register()
         return
     from eval_plugins.lm_eval.aqua.task import fix_results
-    from eval_plugins.lm_eval.compat import patch_cache_keys, patch_evaluate
+    from eval_plugins.lm_eval.cli_run import checked_run
+    from eval_plugins.lm_eval.compat import patch_cache_keys, patch_evaluation
     from eval_plugins.lm_eval.metric import install
 
     # Metric `orca`, and its settings checked and judge loaded before any generation.
     install()
-    # Pooled all-tracks rows, standard errors and counts in the results lm-eval prints and saves.
-    patch_evaluate(finish=fix_results)
+    # Our models' arguments checked before they load; pooled all-tracks rows, standard errors
+    # and counts in the results lm-eval prints and saves; the results kept for aqua-eval.
+    patch_evaluation(around=checked_run, finish=fix_results)
     patch_cache_keys()

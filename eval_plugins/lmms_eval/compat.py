@@ -1,37 +1,33 @@
 """Every place this plugin relies on lmms-eval internals: one module, one gate.
 
-lmms-eval 0.7.3 resolves a `metric_list` entry through its own registries
-(`lmms_eval.api.registry.METRIC_REGISTRY`, and for an entry without `aggregation:` the
-default aggregation registered under the metric's name), calls an aggregation with nothing
-but the collected values, has no hook between building tasks and generation and none for a
-plugin's task selection. Both packages get what they need here; each patch is a seam
-(`eval_plugins.seams`): in full on the tested version only, skipped with one line on another
-release where lmms-eval runs correctly without it, refused with one line where it does not.
+lmms-eval 0.7.3 calls an aggregation with nothing but the collected values, has no hook
+between building tasks and generation, none for a plugin's task selection, and exits 0 after
+printing the traceback of a failed run. Both packages get what they need here; each `@seam`
+(`eval_plugins.seams`) is made in full on the tested version only and refused with one line
+on another release; its docstring, and docs/architecture.md, say what breaks without it. Two
+seams, five functions:
 
-- `register` (required): `orca` in lmms-eval's metric, aggregation and higher-is-better
-  registries;
-- `patch_evaluate` (required): wraps `lmms_eval.evaluator.evaluate` (which `simple_evaluate`
+- `patch_evaluation` (required): wraps `lmms_eval.evaluator.evaluate` (which `simple_evaluate`
   looks up at call time, after building tasks and applying --predict_only) so each evaluation
   runs in its own judge session, after a step that sees the built tasks before any request;
-- `patch_simple_evaluate` (required): per-item judge files go where the `EvaluationTracker`
-  writes samples;
-- `patch_task_output` (required): `TaskOutput.calculate_aggregate_metric` aggregates its
-  `sample_metrics` ({(metric, filter): values}) of the task named `task_name`; the wrapper
-  hands the values on as `SitedValues` labelled with both, which is all an aggregation sees;
+  `lmms_eval.evaluator.simple_evaluate`, so per-item judge files go where its
+  `EvaluationTracker` writes samples; and `TaskOutput.calculate_aggregate_metric`, which
+  aggregates its `sample_metrics` ({(metric, filter): values}) of the task named `task_name`:
+  the wrapper hands the values on as `SitedValues` labelled with both;
 - `patch_cli` (required): wraps `lmms_eval.__main__.cli_evaluate_single(args)`, which
   `cli_evaluate` calls once per run inside an `except Exception` that prints a traceback and
   exits 0: a caller's checks run first (before lmms-eval's task indexing), a misconfigured
   judge or a caller's bad-input error ends the run with one line (exit 2), and any other
   failure of a run that used `metric: orca` (or that the caller owns) ends with its traceback
-  and exit 1;
-- `filter_task_matches` (skippable): wraps `lmms_eval.tasks.TaskManager.match_tasks(self,
-  task_list)`, which `lmms_eval.__main__.cli_evaluate` calls once with the `--tasks` entries to
-  expand their globs. Its signature is that of lm-eval 0.4.13's method of the same name, so
-  the wrapper of `eval_plugins.built_tasks` serves both; lmms-eval's TaskManager has no
-  `metadata` (the run settings are `AQUA_METADATA`), so `choose` gets None for it.
+  and exit 1; and `lmms_eval.tasks.TaskManager.match_tasks(self, task_list)`, which
+  `cli_evaluate` calls with the `--tasks` entries to expand their globs (the same signature as
+  lm-eval 0.4.13's, so the wrapper of `eval_plugins.built_tasks` serves both; lmms-eval's
+  TaskManager has no `metadata`, the run settings are `AQUA_METADATA`).
 
-The built task itself has lm-eval's layout (`_metric_fn_list`, `_aggregation_list`, ...), so
-`eval_plugins.built_tasks.predict_only` / `take_over_metric` serve both.
+The metrics themselves go through lmms-eval's public `register_metric` / `register_aggregation`
+(`register`). The built task itself has lm-eval's layout (`_metric_fn_list`,
+`_aggregation_list`, ...), so `eval_plugins.built_tasks.predict_only` / `take_over_metric`
+serve both.
 
 Which versions: `eval_common.harness_versions`, the one scripts/install-lmms-eval-env.sh
 installs (`lmms-eval==0.7.3`). A new lmms-eval version is supported by changing this module
@@ -79,29 +75,58 @@ def lmms_eval_version() -> str | None:
     return installed_version(HARNESS)
 
 
-@seam(HARNESS, "metrics orca and llm_judge", required=True)
 def register(metric: Callable, aggregation: Callable, name: str = METRIC) -> None:
-    """Metric `name` in lmms-eval's registries (after lmms-eval's own metrics); idempotent."""
+    """Metric `name` in lmms-eval's registries (after lmms-eval's own metrics); idempotent.
+
+    lmms-eval's public decorators refuse a name twice: one held by this package's function of
+    the same name (an earlier import of its module) stays; one held by anything else is
+    refused with one line.
+    """
     import lmms_eval.api.metrics  # noqa: F401  (registers lmms-eval's own aggregations first)
     from lmms_eval.api import registry
 
-    if registry.AGGREGATION_REGISTRY.get(name) is not aggregation:
-        registry.AGGREGATION_REGISTRY.pop(name, None)
+    held = registry.AGGREGATION_REGISTRY.get(name)
+    if held is None:
         registry.register_aggregation(name)(aggregation)
-    if registry.METRIC_REGISTRY.get(name) is not metric:
-        for table in (
-            registry.METRIC_REGISTRY,
-            registry.METRIC_AGGREGATION_REGISTRY,
-            registry.HIGHER_IS_BETTER_REGISTRY,
-        ):
-            table.pop(name, None)
+    else:
+        _refuse_foreign(held, aggregation, name, "aggregation")
+    held = registry.METRIC_REGISTRY.get(name)
+    if held is None:
         registry.register_metric(metric=name, higher_is_better=True, aggregation=name)(metric)
-    # An entry without `aggregation:` takes the one registered under the metric's name.
-    registry.METRIC_AGGREGATION_REGISTRY[name] = aggregation
+    else:
+        _refuse_foreign(held, metric, name, "metric")
 
 
-@seam(HARNESS, "judge sessions, and judges checked before generation", required=True)
-def patch_evaluate(evaluator: ModuleType, prepare: Prepare) -> None:
+def _refuse_foreign(held: Any, ours: Callable, name: str, kind: str) -> None:
+    def identity(function: Any) -> tuple[str, str]:
+        return (getattr(function, "__module__", ""), getattr(function, "__qualname__", ""))
+
+    if held is not ours and identity(held) != identity(ours):
+        module, qualname = identity(held)
+        raise RuntimeError(
+            f"lmms-eval already holds an {kind} named {name!r} ({module}.{qualname}); this "
+            f"package's metric {name} cannot be registered beside it"
+        )
+
+
+@seam(
+    HARNESS,
+    "judge sessions, per-item judge files and each aggregation's task and filter",
+    required=True,
+)
+def patch_evaluation(evaluator: ModuleType, prepare: Prepare) -> None:
+    """Each evaluate() in a fresh judge session after `prepare(task_dict)`, per-item judge files
+    beside simple_evaluate's samples, every aggregation's values as SitedValues; idempotent.
+
+    Without it `metric: orca` / `llm_judge` cannot see the doc nor score a task's replies in
+    one pass, and AQUA's conditional accuracy has no values to join.
+    """
+    _wrap_evaluate(evaluator, prepare)
+    _wrap_simple_evaluate(evaluator)
+    _wrap_task_output()
+
+
+def _wrap_evaluate(evaluator: ModuleType, prepare: Prepare) -> None:
     """Run each lmms-eval evaluate() in a fresh judge session, after `prepare(task_dict)`."""
     current = evaluator.evaluate
     if getattr(current, PATCH_MARK, None) is prepare:
@@ -117,7 +142,7 @@ def patch_evaluate(evaluator: ModuleType, prepare: Prepare) -> None:
     @functools.wraps(current)
     def evaluate(*args: Any, **kwargs: Any) -> Any:
         # `collecting`: what one task's aggregations read of its other metrics' values (the
-        # open AQUA figures read the orca entry's judge inputs; `patch_task_output` records).
+        # open AQUA figures read the orca entry's judge inputs; `_wrap_task_output` records).
         with collecting(), judged_evaluation(prepare_and_note, evaluate_task_dict(args, kwargs)):
             return current(*args, **kwargs)
 
@@ -125,8 +150,7 @@ def patch_evaluate(evaluator: ModuleType, prepare: Prepare) -> None:
     evaluator.evaluate = evaluate
 
 
-@seam(HARNESS, "per-item judge files beside the samples", required=True)
-def patch_simple_evaluate(evaluator: ModuleType) -> None:
+def _wrap_simple_evaluate(evaluator: ModuleType) -> None:
     """Per-item judge results go beside the samples of simple_evaluate's EvaluationTracker."""
     current = evaluator.simple_evaluate
     if hasattr(current, PATCH_MARK):
@@ -147,13 +171,10 @@ def patch_simple_evaluate(evaluator: ModuleType) -> None:
     evaluator.simple_evaluate = simple_evaluate
 
 
-@seam(HARNESS, "the task and filter of every aggregation's values", required=True)
-def patch_task_output() -> None:
-    """Hand every aggregation its values as SitedValues, labelled with their task and filter.
-
-    `TaskOutput.calculate_aggregate_metric` aggregates `self.sample_metrics`, a
-    {(metric, filter): values} table of the task named `self.task_name`. Idempotent.
-    """
+def _wrap_task_output() -> None:
+    """`TaskOutput.calculate_aggregate_metric` aggregates `self.sample_metrics`, a
+    {(metric, filter): values} table of the task named `self.task_name`: its values are
+    handed on as SitedValues labelled with both, and recorded."""
     from lmms_eval.evaluator_utils import TaskOutput
 
     current = TaskOutput.calculate_aggregate_metric
@@ -174,16 +195,28 @@ def patch_task_output() -> None:
     TaskOutput.calculate_aggregate_metric = calculate_aggregate_metric
 
 
-@seam(HARNESS, "a failed run's non-zero exit status", required=True)
+@seam(
+    HARNESS,
+    "a failed run's non-zero exit status, and unbuilt tracks out of --tasks globs",
+    required=True,
+)
 def patch_cli(
     main: ModuleType,
     errors: tuple[type[BaseException], ...] = (),
     check: Callable[[Any], None] | None = None,
     owns: Callable[[Any], bool] | None = None,
+    choose: ChooseMatches | None = None,
 ) -> None:
     """lmms-eval's command-line run: `check(args)` first; a misconfigured judge (or any of
     `errors`, the caller's bad-input errors) ends it with one line and exit status 2; any
-    other failure of an orca run, or of a run `owns(args)`, with its traceback and exit 1."""
+    other failure of an orca run, or of a run `owns(args)`, with its traceback and exit 1.
+    `choose(patterns, matches, None)` keeps what it keeps of each `--tasks` glob's matches.
+
+    Without it a failed judge or a missing clip ends the run with exit status 0, which a CI
+    job reads as success, and `--tasks 'aqua_*'` fails on a track the user has not built.
+    """
+    if choose is not None:
+        wrap_match_tasks(main.TaskManager, choose)
     current = getattr(main, "cli_evaluate_single", None)
     if current is None or hasattr(current, PATCH_MARK):
         return
@@ -213,9 +246,3 @@ def patch_cli(
 
     setattr(cli_evaluate_single, PATCH_MARK, True)
     main.cli_evaluate_single = cli_evaluate_single
-
-
-@seam(HARNESS, "leaving unbuilt tracks out of --tasks globs", required=False)
-def filter_task_matches(task_manager_cls: type, choose: ChooseMatches) -> None:
-    """lmms-eval's `TaskManager.match_tasks` keeps only what `choose` keeps; idempotent."""
-    wrap_match_tasks(task_manager_cls, choose)

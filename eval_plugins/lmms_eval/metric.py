@@ -40,7 +40,7 @@ def orca(references: Sequence[Any], predictions: Sequence[Any], **entry: Any) ->
 def orca_aggregate(items: Sequence[Any]) -> float:
     """lmms-eval aggregation for every orca figure: scores the items (once), returns the figure.
 
-    The items come labelled with their task and filter (`compat.patch_task_output`).
+    The items come labelled with their task and filter (`compat.patch_evaluation`).
     """
     return aggregate(items)
 
@@ -97,6 +97,4 @@ def install(evaluator: ModuleType | None = None) -> None:
     if evaluator is None:
         from lmms_eval import evaluator
     register()
-    compat.patch_evaluate(evaluator, prepare_tasks)
-    compat.patch_simple_evaluate(evaluator)
-    compat.patch_task_output()
+    compat.patch_evaluation(evaluator, prepare_tasks)

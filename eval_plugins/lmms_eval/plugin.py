@@ -38,7 +38,7 @@ def on_cli(module: ModuleType) -> None:
     from eval_common.errors import EvalError
     from eval_plugins.lmms_eval.aqua.run_checks import check_cli_run, is_own_run
     from eval_plugins.lmms_eval.aqua.task import choose_task_matches
-    from eval_plugins.lmms_eval.compat import filter_task_matches, patch_cli
+    from eval_plugins.lmms_eval.compat import patch_cli
     from eval_plugins.names import LM_EVAL, LMMS_EVAL, aqua_models, load, targets
 
     # AQUA's lmms-eval models carry the names of the lm-eval classes they wrap.
@@ -50,5 +50,5 @@ def on_cli(module: ModuleType) -> None:
         check_cli_run(args, load(classes[name]) if name in ours else None)
 
     errors = (EvalError,)  # every error of both packages' families
-    patch_cli(module, errors, check=check, owns=lambda args: is_own_run(args, ours))
-    filter_task_matches(module.TaskManager, choose_task_matches)
+    owns = lambda args: is_own_run(args, ours)  # noqa: E731
+    patch_cli(module, errors, check=check, owns=owns, choose=choose_task_matches)

@@ -2,7 +2,7 @@
 
 lm-eval calls the aggregation once per figure; every figure of a (task, filter) is read from
 one batched pass. The session that holds the loaded judges and those passes lives for one
-evaluation: `compat.patch_evaluate` opens a fresh one around each `evaluate()` call, so a
+evaluation: `compat.patch_evaluation` opens a fresh one around each `evaluate()` call, so a
 second evaluation in the same process loads and judges again and shares nothing.
 """
 

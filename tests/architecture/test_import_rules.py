@@ -299,7 +299,7 @@ def test_the_plugin_edge_is_where_the_harness_internals_are():
         for name, path in MODULES.items()
         if within(name, EDGE)
     }
-    assert len(seen["eval_plugins.lm_eval.compat"]) > 10
+    assert len(seen["eval_plugins.lm_eval.compat"]) >= 5
     assert seen["eval_plugins.lmms_eval.compat"] and seen["eval_plugins.orca_wiring"]
 
 

@@ -1,5 +1,7 @@
-"""What a user sees from the real `lm_eval` (start-up hook) and `aqua-eval` commands for bad model
-arguments and for lm-eval's own refusals: one `prog: error:` line, exit status 2, no traceback."""
+"""What a user sees from the real `aqua-eval` and `lm_eval` (start-up hook) commands for bad model
+arguments and for lm-eval's own refusals: from `aqua-eval` one `aqua-eval: error:` line, exit
+status 2, no traceback; plain `lm_eval` reports our errors as it reports its own (a traceback
+whose last line is the same message), before the model loads."""
 
 from __future__ import annotations
 
@@ -42,7 +44,8 @@ def refusals(released_dir, tmp_path_factory) -> dict[str, subprocess.CompletedPr
     saved = tmp / "AQUA-Bench-Animal-Sounds-Track.json"
     saved.write_text(json.dumps([{**first, "response": "(a)"}]))
     meta = json.dumps({"data_dir": str(released_dir), "audio": False})
-    lm_eval = [str(BIN / "lm_eval"), "--tasks", "aqua_animal", "--limit", "2", "--metadata"]
+    lm_eval = [str(BIN / "aqua-eval"), "--tasks", "aqua_animal", "--limit", "2", "--metadata"]
+    plain = [str(BIN / "lm_eval"), "--tasks", "aqua_animal", "--limit", "2", "--metadata"]
     aqua_eval = [str(BIN / "aqua-eval"), "--limit", "2", "--metadata"]
     commands = {
         "pretrained": [*lm_eval, meta, "--model", "aqua-audiolm", "--model_args",
@@ -59,6 +62,8 @@ def refusals(released_dir, tmp_path_factory) -> dict[str, subprocess.CompletedPr
                         "--include_path", str(tmp / "tasks")],
         "seed": [*aqua_eval, meta, "--tasks", "aqua_animal", "--model", "aqua-random",
                  "--model_args", "seed=abc"],
+        "plain_text_only_api": [*plain, meta, "--model", "openai-audio-chat", "--model_args",
+                                f"base_url={URL},model=m"],
         "unknown_task": [*aqua_eval, meta, "--tasks", "aqua_aminal", "--model", "aqua-random"],
         "aqua_eval_json": [*aqua_eval, "{'data_dir': 'x'}", "--tasks", "aqua_animal",
                            "--model", "aqua-random"],
@@ -79,14 +84,14 @@ def _line(done: subprocess.CompletedProcess, prog: str) -> str:
 
 def test_a_missing_pretrained_folder_is_named_not_the_hubs_repo_id_rule(refusals):
     folder = refusals["folder"] / "no-such-model"
-    assert _line(refusals["pretrained"], "lm_eval") == (
+    assert _line(refusals["pretrained"], "aqua-eval") == (
         f"pretrained={str(folder)!r}: no such folder; give an existing model folder (with "
         "config.json) or a Hub id such as Qwen/Qwen2-Audio-7B-Instruct"
     )
 
 
 def test_api_and_baseline_model_args_name_argument_value_and_range(refusals):
-    assert _line(refusals["num_concurrent"], "lm_eval") == (
+    assert _line(refusals["num_concurrent"], "aqua-eval") == (
         "num_concurrent=0: expected an integer >= 1"
     )
     assert _line(refusals["seed"], "aqua-eval") == "seed='abc': expected an integer >= 0"
@@ -94,10 +99,21 @@ def test_api_and_baseline_model_args_name_argument_value_and_range(refusals):
 
 def test_a_model_that_needs_audio_refuses_a_text_only_run_before_any_request(refusals):
     # Port 9 (discard) never answers: the line comes from the start-up check, not a request.
-    assert _line(refusals["text_only_api"], "lm_eval") == (
+    assert _line(refusals["text_only_api"], "aqua-eval") == (
         'openai-audio-chat needs audio, but --metadata sets "audio": false (a text-only run): '
         'drop "audio": false to send the clips, or run text-only with lm-eval\'s '
         "local-chat-completions"
+    )
+    plain = refusals["plain_text_only_api"]
+    assert plain.returncode == 1 and "Initializing openai-audio-chat" not in plain.stderr
+    assert (
+        plain.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            'openai-audio-chat needs audio, but --metadata sets "audio": false (a text-only run): '
+            'drop "audio": false to send the clips, or run text-only with lm-eval\'s '
+            "local-chat-completions"
+        )
     )
     assert _line(refusals["text_only_audiolm"], "aqua-eval") == (
         'aqua-audiolm needs audio, but --metadata sets "audio": false (a text-only run): '
@@ -106,7 +122,7 @@ def test_a_model_that_needs_audio_refuses_a_text_only_run_before_any_request(ref
 
 
 def test_replay_of_a_shorter_run_names_the_missing_items(refusals):
-    line = _line(refusals["replay"], "lm_eval")
+    line = _line(refusals["replay"], "aqua-eval")
     assert line.startswith("aqua-replay: path=") and "no saved reply for 1 of the 2" in line
     assert "aqua_animal id " in line and "the same --tasks and --limit" in line
 
@@ -126,5 +142,9 @@ def test_an_unknown_task_is_one_line_naming_it(refusals):
 
 
 def test_a_user_task_lm_eval_could_not_read_is_not_found_in_one_line(refusals):
-    # lm-eval's indexer skips a YAML with an unsafe tag (it never runs it); the task is not found.
-    assert _line(refusals["unsafe_yaml"], "lm_eval").startswith("task(s) not found: my_task;")
+    # lm-eval's indexer would skip a YAML with an unsafe tag (it never runs it) and call the
+    # task not found; aqua-eval reads the user's folder first and names file, line and tag.
+    folder = refusals["folder"] / "tasks"
+    assert _line(refusals["unsafe_yaml"], "aqua-eval").startswith(
+        f"{folder / 'my_task.yaml'}:4: !!python/object/apply:os.system is not allowed"
+    )

@@ -8,6 +8,7 @@ clips the CA is (180 + 60 + 30) / 360 = 0.75.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -233,9 +234,10 @@ def test_evaluate_hooks_compose(issue_example, monkeypatch):
         return fix_aqua_results(results, {t: {"none": v} for t, v in issue_example.items()})
 
     monkeypatch.setattr(evaluator, "evaluate", evaluate)
-    compat.patch_evaluate(lambda task_dict: calls.append("prepare"))
-    compat.patch_evaluate(finish=finish)
-    compat.patch_evaluate()  # a bare call keeps both hooks
+    monkeypatch.setattr(compat, "HOOKS", dataclasses.replace(compat.HOOKS))
+    compat.patch_evaluation(prepare=lambda task_dict: calls.append("prepare"))
+    compat.patch_evaluation(finish=finish)
+    compat.patch_evaluation()  # a bare call keeps both hooks
     results = evaluator.evaluate(None, {}, bootstrap_iters=0)
     assert calls == ["prepare", "evaluate", ("finish", 0)]
     assert results["results"]["aqua"]["n_items,none"] == 4320

@@ -91,7 +91,8 @@ def test_each_tasks_values_reach_its_aggregations_and_the_results_step(monkeypat
     monkeypatch.setattr(
         evaluator_utils, "_compute_task_aggregations", evaluator_utils._compute_task_aggregations
     )
-    compat.patch_evaluate(finish=aqua_task.fix_results)
+    monkeypatch.setattr(compat, "HOOKS", compat.EvaluationHooks())
+    compat.patch_evaluation(finish=aqua_task.fix_results)
     results = evaluator.evaluate(None, {"aqua_animal": task}, bootstrap_iters=0)
     (labelled,) = seen
     assert (labelled.task, labelled.filter_key, list(labelled)) == ("aqua_animal", "none", values)
@@ -107,12 +108,11 @@ def test_every_patch_runs_on_the_tested_version_only():
 
     assert installed_version("lm-eval") == TESTED["lm-eval"] == "0.4.13"
     lm_eval_seams = {name for name, seam in SEAMS.items() if seam.harness == "lm-eval"}
-    assert {
-        "eval_plugins.lm_eval.compat.patch_evaluate",
-        "eval_plugins.lm_eval.compat.patch_task_aggregations",
-        "eval_plugins.lm_eval.compat.index_task_folder",
+    assert lm_eval_seams == {
+        "eval_plugins.lm_eval.compat.patch_evaluation",
+        "eval_plugins.lm_eval.compat.extend_task_manager",
         "eval_plugins.lm_eval.compat.patch_cache_keys",
-    } <= lm_eval_seams
+    }
     # Each seam is named in the compat module's list of what it patches.
     doc = compat.__doc__ or ""
     for name in lm_eval_seams:
@@ -128,18 +128,27 @@ def test_an_untested_lm_eval_runs_without_a_skippable_patch_after_one_line(monke
     monkeypatch.setattr("eval_plugins.seams.installed_version", lambda harness: "0.4.14")
 
     class Manager:
+        def __init__(self, verbosity=None, include_path=None, include_defaults=True, metadata=None):
+            self.include_path = include_path
+
         def match_tasks(self, task_list):
             return list(task_list)
 
+    def nothing(patterns, matches, metadata):
+        return []
+
     with caplog.at_level(logging.WARNING, logger="eval_plugins.seams"):
-        compat.filter_task_matches(Manager, lambda patterns, matches, metadata: [])
-        compat.filter_task_matches(Manager, lambda patterns, matches, metadata: [])
-    assert Manager().match_tasks(["aqua_mmau"]) == ["aqua_mmau"]  # left unpatched
+        compat.extend_task_manager(Manager, lambda path, defaults: ["ours"], nothing)
+        compat.extend_task_manager(Manager, lambda path, defaults: ["ours"], nothing)
+    # Left unpatched: neither our folder nor the choice of matches.
+    assert Manager().match_tasks(["aqua_mmau"]) == ["aqua_mmau"]
+    assert Manager().include_path is None
     (line,) = [r.getMessage() for r in caplog.records]
     assert line == (
         "aqua-bench-eval: lm-eval 0.4.14 is not the version this package was tested with "
-        "(0.4.13): running without leaving unbuilt tracks out of --tasks globs "
-        "(pip install 'lm-eval==0.4.13')"
+        "(0.4.13): running without the AQUA tasks in every TaskManager (pass --include_path), "
+        "unbuilt tracks left out of --tasks globs and --metadata checked before the model "
+        "loads (pip install 'lm-eval==0.4.13')"
     )
 
 
@@ -151,8 +160,8 @@ def test_an_untested_lm_eval_is_refused_where_a_patch_cannot_be_left_out(monkeyp
         register_all()
     assert str(refused.value) == (
         "lm-eval 0.4.14 is not the version this package was tested with (0.4.13), and judge "
-        "sessions and AQUA's pooled all-tracks rows cannot be left out; "
-        "pip install 'lm-eval==0.4.13'"
+        "sessions, the task and filter of every aggregation's values, and AQUA's pooled "
+        "all-tracks rows cannot be left out; pip install 'lm-eval==0.4.13'"
     )
 
 

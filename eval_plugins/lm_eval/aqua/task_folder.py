@@ -35,8 +35,20 @@ def with_task_folder(include_path: Any, include_defaults: bool = True) -> Any:
 
 
 def choose_task_matches(patterns: list[str], matches: list[str], metadata: Any) -> list[str]:
-    """A `--tasks` entry's matches without the built tracks not built (one line each)."""
-    from aqua_tasks.core.run_settings import unbuilt_matches
+    """A `--tasks` entry's matches without the built tracks not built (one line each).
+
+    lm-eval's command line matches `--tasks` before it loads the model: where AQUA tasks match
+    and the run has settings (`--metadata`, with the model arguments lm-eval merges in), an
+    AquaDataError stops it here for settings the tasks could not use.
+    """
+    from aqua_tasks.core.run_settings import (
+        check_aqua_metadata,
+        selects_aqua_tasks,
+        unbuilt_matches,
+    )
+
+    if metadata and isinstance(metadata, dict) and selects_aqua_tasks(matches):
+        check_aqua_metadata(metadata)
 
     left_out = unbuilt_matches(patterns, matches, metadata)
     for message in left_out.values():
