@@ -19,7 +19,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from eval_plugins import built_tasks
@@ -55,11 +55,13 @@ LLM_WIRED = "_llm_judge_wired"
 Aggregation = Callable[[list], float]
 
 
-def orca_entries(task: Any, functions: Iterable[Callable] = ()) -> list[Mapping[str, Any]]:
-    """The task's `metric_list` entries that ask for the orca metric (by name or function)."""
+def metric_entries(
+    task: Any, metric: str, functions: Iterable[Callable] = ()
+) -> list[Mapping[str, Any]]:
+    """The task's `metric_list` entries that ask for `metric` (by name or function)."""
     entries = getattr(task.config, "metric_list", None) or []
     functions = tuple(functions)
-    return [e for e in entries if e.get("metric") == METRIC or e.get("metric") in functions]
+    return [e for e in entries if e.get("metric") == metric or e.get("metric") in functions]
 
 
 def reference_of(task: Any, doc: Mapping[str, Any]) -> Any:
@@ -244,138 +246,128 @@ def feed_doc(
     task.process_results = process_results
 
 
+@dataclass(frozen=True)
+class JudgeKind:
+    """What sets one judge metric apart when a task is wired: its name, errors and settings,
+    how its judge is loaded, which figures it reports and what the results record of it."""
+
+    metric: str
+    error: type[Exception]
+    wired: str  # attribute marking a wired task
+    resolve: Callable[..., Any]  # resolve(entry, metadata, where=, metadata_hint=) -> settings
+    load: Callable[[JudgeSession, Any], Any]  # the session's judge for these settings
+    figures: Callable[[Any, Any], Sequence[str]]  # (settings, judge) -> figure names
+    higher_is_better: Mapping[str, bool]
+    record_key: str  # the task config's metadata key of the record
+    describe: Callable[[Any, Any], dict]  # (settings, judge) -> the judge's part of the record
+    metadata_hint: str  # how lm-eval's run sets the metric's settings
+
+
+def _describe_orca(settings: OrcaMetricSettings, judge: Any) -> dict:
+    return {
+        "checkpoint": settings.checkpoint,
+        "judge_fingerprint": judge.fingerprint(),
+        "clamp": settings.clamp,
+        "ratings": settings.ratings_field or None,
+    }
+
+
+ORCA = JudgeKind(
+    metric=METRIC,
+    error=OrcaMetricError,
+    wired=WIRED,
+    resolve=resolve_settings,
+    load=lambda session, settings: session.judge(settings),
+    figures=lambda settings, judge: figures_for(settings, judge.config.likelihood),
+    higher_is_better=HIGHER_IS_BETTER,
+    record_key="orca_inputs",
+    describe=_describe_orca,
+    metadata_hint=LM_EVAL_METADATA_HINT,
+)
+LLM_JUDGE = JudgeKind(
+    metric=LLM_METRIC,
+    error=LlmJudgeError,
+    wired=LLM_WIRED,
+    resolve=resolve_llm_settings,
+    load=session_judge,
+    figures=lambda settings, judge: LLM_FIGURES,
+    higher_is_better=LLM_HIGHER_IS_BETTER,
+    record_key="llm_judge_inputs",
+    describe=lambda settings, judge: judge.describe(),
+    metadata_hint=LLM_LM_EVAL_METADATA_HINT,
+)
+
+
 def wire(
     task: Any,
     session: JudgeSession | None,
+    kind: JudgeKind,
     *,
     aggregation: Aggregation,
     form: str,
     functions: Iterable[Callable] = (),
-    generative: Callable[[str], bool] = lambda kind: kind == "generate_until",
-    metadata_hint: str = LM_EVAL_METADATA_HINT,
+    generative: Callable[[str], bool] = lambda output_type: output_type == "generate_until",
+    metadata_hint: str | None = None,
     share_docs: bool = False,
-) -> OrcaMetricSettings | None:
-    """Validate the task's orca entry, load its judge into the session, feed the judge the doc.
+) -> OrcaMetricSettings | LlmJudgeSettings | None:
+    """Validate the task's entry of the judge `kind`, load its judge into the session, feed the
+    judge the doc; None where the task does not use it. Both judges, both harnesses.
 
-    `aggregation` is the harness's orca aggregation, `form` is recorded in the results'
-    task config, `functions` are metric functions that also mean orca (`!function` form),
-    `generative` says which output types produce replies to judge, `metadata_hint` how the
-    harness's run sets metadata['orca'] (for the hint when no checkpoint is set).
-    `share_docs`: in a run of several processes each judges its own docs (`RankShare`; the
-    harness's requests must hold their docs and final replies, as lm-eval 0.4's do).
+    `aggregation` is the harness's aggregation of the metric, `form` is recorded in the
+    results' task config, `functions` are metric functions that also mean it (`!function`
+    form), `generative` says which output types produce replies to judge, `metadata_hint` how
+    the harness's run sets its settings (default: lm-eval's `--metadata`).
+    `share_docs`: in a run of several processes each judges its own docs (`RankShare`, orca
+    only; the harness's requests must hold their docs and final replies, as lm-eval 0.4's do).
     """
     session = session or active_session() or JudgeSession()
-    name = task.config.task
-    entries = orca_entries(task, functions)
-    if not entries or getattr(task, WIRED, False) or built_tasks.predict_only(task):
+    entries = metric_entries(task, kind.metric, functions)
+    if not entries or getattr(task, kind.wired, False) or built_tasks.predict_only(task):
         return None
-    where = f"task {name!r}, metric orca"
+    where = f"task {task.config.task!r}, metric {kind.metric}"
     if len(entries) > 1:
-        raise OrcaMetricError(f"{where}: one orca entry per task (found {len(entries)})")
+        raise kind.error(f"{where}: one {kind.metric} entry per task (found {len(entries)})")
     if not generative(str(task.config.output_type)):
-        raise OrcaMetricError(
-            f"{where}: orca judges generated answers; output_type is {task.config.output_type!r}"
+        raise kind.error(
+            f"{where}: {kind.metric} judges generated answers; output_type is "
+            f"{task.config.output_type!r}"
         )
-    settings = resolve_settings(
+    settings = kind.resolve(
         entries[0],
         metadata_settings(task.config.metadata),
         where=where,
-        metadata_hint=metadata_hint,
+        metadata_hint=metadata_hint or kind.metadata_hint,
     )
     check_question_field(task, settings, where)
     try:
-        judge = session.judge(settings)
-    except OrcaMetricError as err:
-        raise OrcaMetricError(f"{where}: {err}") from err
-    figures = figures_for(settings, judge.config.likelihood)
+        judge = kind.load(session, settings)
+    except kind.error as err:
+        raise kind.error(f"{where}: {err}") from err
+    figures = list(kind.figures(settings, judge))
     # Several processes: each judges its own docs (see RankShare); one process: the aggregation.
     processes = Processes.current()
-    shared = share_docs and processes.distributed
-    share = RankShare(task, settings, session) if shared else None
-    feed_doc(task, settings, figures, share)
+    shared = share_docs and kind is ORCA and processes.distributed
+    feed_doc(task, settings, figures, RankShare(task, settings, session) if shared else None)
     built_tasks.take_over_metric(
-        task, METRIC, dict.fromkeys(figures, aggregation), HIGHER_IS_BETTER
+        task, kind.metric, dict.fromkeys(figures, aggregation), kind.higher_is_better
     )
-    # Recorded in the results' task config: which doc fields the judge reads.
+    # Recorded in the results' task config: which judge, and which doc fields it reads.
     task.config.metadata = with_record(
         task.config.metadata,
-        "orca_inputs",
+        kind.record_key,
         {
             "form": form,
-            "checkpoint": settings.checkpoint,
-            "judge_fingerprint": judge.fingerprint(),
-            "clamp": settings.clamp,
+            **kind.describe(settings, judge),
             "question": question_rule(settings),
             "rationale": settings.rationale_field or None,
             "transcript": settings.transcript_field or None,
-            "ratings": settings.ratings_field or None,
             "reference": "doc_to_target",
             "candidate": "filtered reply",
             # How many processes judged: each its own docs when more than one.
-            "processes": processes.world_size if shared else 1,
+            **({"processes": processes.world_size if shared else 1} if kind is ORCA else {}),
         },
     )
-    setattr(task, WIRED, True)
-    return settings
-
-
-def llm_judge_entries(task: Any, functions: Iterable[Callable] = ()) -> list[Mapping[str, Any]]:
-    """The task's `metric_list` entries that ask for the llm_judge metric."""
-    entries = getattr(task.config, "metric_list", None) or []
-    functions = tuple(functions)
-    return [e for e in entries if e.get("metric") == LLM_METRIC or e.get("metric") in functions]
-
-
-def wire_llm_judge(
-    task: Any,
-    session: JudgeSession | None,
-    *,
-    aggregation: Aggregation,
-    form: str,
-    functions: Iterable[Callable] = (),
-    generative: Callable[[str], bool] = lambda kind: kind == "generate_until",
-    metadata_hint: str = LLM_LM_EVAL_METADATA_HINT,
-) -> LlmJudgeSettings | None:
-    """`wire` for `metric: llm_judge`: settings checked and judge made before any generation."""
-    session = session or active_session() or JudgeSession()
-    name = task.config.task
-    entries = llm_judge_entries(task, functions)
-    if not entries or getattr(task, LLM_WIRED, False) or built_tasks.predict_only(task):
-        return None
-    where = f"task {name!r}, metric llm_judge"
-    if len(entries) > 1:
-        raise LlmJudgeError(f"{where}: one llm_judge entry per task (found {len(entries)})")
-    if not generative(str(task.config.output_type)):
-        raise LlmJudgeError(
-            f"{where}: llm_judge judges generated answers; output_type is "
-            f"{task.config.output_type!r}"
-        )
-    settings = resolve_llm_settings(
-        entries[0],
-        metadata_settings(task.config.metadata),
-        where=where,
-        metadata_hint=metadata_hint,
-    )
-    check_question_field(task, settings, where)
-    judge = session_judge(session, settings)
-    feed_doc(task, settings, LLM_FIGURES)
-    built_tasks.take_over_metric(
-        task, LLM_METRIC, dict.fromkeys(LLM_FIGURES, aggregation), LLM_HIGHER_IS_BETTER
-    )
-    task.config.metadata = with_record(
-        task.config.metadata,
-        "llm_judge_inputs",
-        {
-            "form": form,
-            **judge.describe(),
-            "question": question_rule(settings),
-            "rationale": settings.rationale_field or None,
-            "transcript": settings.transcript_field or None,
-            "reference": "doc_to_target",
-            "candidate": "filtered reply",
-        },
-    )
-    setattr(task, LLM_WIRED, True)
+    setattr(task, kind.wired, True)
     return settings
 
 

@@ -21,8 +21,7 @@ from typing import Any
 
 from eval_plugins import orca_wiring as wiring
 from eval_plugins.lm_eval import compat
-from eval_plugins.orca_wiring import orca_entries as entries_of
-from eval_plugins.orca_wiring import wire, wire_llm_judge
+from eval_plugins.orca_wiring import LLM_JUDGE, ORCA, metric_entries, wire
 from orca_judge.errors import LlmJudgeError
 from orca_judge.metric.aggregate import aggregate, doc_less_payloads
 from orca_judge.metric.judge_pass import JudgeSession
@@ -99,13 +98,19 @@ def register() -> None:
 
 def orca_entries(task: Any) -> list[Mapping[str, Any]]:
     """The task's `metric_list` entries that ask for the orca metric (by name or function)."""
-    return entries_of(task, (orca,))
+    return metric_entries(task, METRIC, (orca,))
 
 
 def wire_task(task: Any, session: JudgeSession | None = None) -> OrcaMetricSettings | None:
     """Validate the task's orca entry, load its judge into the session, feed the judge the doc."""
     return wire(
-        task, session, aggregation=orca_aggregate, form=FORM, functions=(orca,), share_docs=True
+        task,
+        session,
+        ORCA,
+        aggregation=orca_aggregate,
+        form=FORM,
+        functions=(orca,),
+        share_docs=True,
     )
 
 
@@ -119,8 +124,8 @@ def wire_llm_judge_task(task: Any, session: JudgeSession | None = None) -> LlmJu
             "eval_plugins.lm_eval.metric.llm_judge` for this package's, or AQUA_LM_EVAL_HOOK=0 "
             "for lm-eval's"
         )
-    return wire_llm_judge(
-        task, session, aggregation=llm_judge_aggregate, form=FORM, functions=(llm_judge,)
+    return wire(
+        task, session, LLM_JUDGE, aggregation=llm_judge_aggregate, form=FORM, functions=(llm_judge,)
     )
 
 

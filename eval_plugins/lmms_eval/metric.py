@@ -17,7 +17,7 @@ from typing import Any
 
 from eval_plugins import orca_wiring as wiring
 from eval_plugins.lmms_eval import compat
-from eval_plugins.orca_wiring import wire, wire_llm_judge
+from eval_plugins.orca_wiring import LLM_JUDGE, ORCA, wire
 from orca_judge.metric.aggregate import aggregate, doc_less_payloads
 from orca_judge.metric.judge_pass import JudgeSession
 from orca_judge.metric.settings import LMMS_EVAL_METADATA_HINT, METRIC, OrcaMetricSettings
@@ -50,6 +50,7 @@ def wire_task(task: Any, session: JudgeSession | None = None) -> OrcaMetricSetti
     return wire(
         task,
         session,
+        ORCA,
         aggregation=orca_aggregate,
         form=FORM,
         functions=(orca,),
@@ -70,9 +71,10 @@ def llm_judge_aggregate(items: Sequence[Any]) -> float:
 
 def wire_llm_judge_task(task: Any, session: JudgeSession | None = None) -> LlmJudgeSettings | None:
     """Validate one built lmms-eval task's llm_judge entry, make its judge, feed it the doc."""
-    return wire_llm_judge(
+    return wire(
         task,
         session,
+        LLM_JUDGE,
         aggregation=llm_judge_aggregate,
         form=FORM,
         functions=(llm_judge,),
