@@ -142,6 +142,7 @@ def check_aqua_settings(given: argparse.Namespace) -> None:
     from lm_eval.utils import simple_parse_args_string
 
     from aqua_tasks.core.run_settings import check_aqua_metadata, selects_aqua_tasks
+    from aqua_tasks.task.config import check_judge_settings
 
     if given.config or not selects_aqua_tasks(given.tasks):
         return
@@ -157,6 +158,7 @@ def check_aqua_settings(given: argparse.Namespace) -> None:
     except (ValueError, SyntaxError):
         return
     check_aqua_metadata(metadata)
+    check_judge_settings(metadata)
 
 
 def print_pooled_table(output: Path) -> None:

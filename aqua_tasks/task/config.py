@@ -6,12 +6,34 @@ import logging
 from collections.abc import Mapping
 
 from aqua_tasks.core.docs import audio_enabled
-from aqua_tasks.core.extract.fallback import FALLBACK_EXTRACTOR
+from aqua_tasks.core.extract.fallback import FALLBACK_EXTRACTOR, fallback_settings
+from aqua_tasks.core.open_ended import JudgeRule
+from aqua_tasks.errors import AquaDataError
 from aqua_tasks.task.aggregations import aggregate_n_fallback, aggregate_n_fallback_failed
 from aqua_tasks.task.definition import docs_arguments, task_manifest
+from aqua_tasks.task.fallback import check_fallback_settings
 from aqua_tasks.task.open_ended import FORM, open_manifest
+from orca_judge.metric.settings import check_metadata_settings
 
 logger = logging.getLogger(__name__)
+
+
+def check_judge_settings(metadata: Mapping | None, place: str = "--metadata") -> None:
+    """The run's judge and fallback numbers, before the model loads: `judge_threshold` (a
+    rating 1-5), `orca.*` (names, types, ranges) and `fallback.*` (every type and range);
+    AquaDataError, OrcaMetricError or LlmJudgeError naming the setting."""
+    metadata = dict(metadata or {})
+    try:
+        JudgeRule.from_setting(metadata.get("judge_threshold"))
+    except AquaDataError as error:
+        raise AquaDataError(f"{place} {error}") from None
+    check_metadata_settings(metadata, where=place)
+    try:
+        settings = fallback_settings(metadata)
+    except ValueError as error:
+        raise AquaDataError(f"{place} {error}") from None
+    if settings is not None:
+        check_fallback_settings(settings)
 
 
 def prepare_task_config(

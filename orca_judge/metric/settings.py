@@ -128,6 +128,12 @@ def resolve_settings(
             f"{where}: no judge checkpoint; set `checkpoint:` on the metric entry, "
             f"{metadata_hint} or {CHECKPOINT_ENV}"
         )
+    return OrcaMetricSettings(**typed_values(values))
+
+
+def typed_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Setting values in their types; OrcaMetricError naming the first of a wrong type or range."""
+    values = dict(values)
     for name in ("clamp", "strict_backbone"):
         if name in values:
             values[name] = _as_bool(name, values[name])
@@ -142,4 +148,24 @@ def resolve_settings(
             and not isinstance(values[name], (bool, int))
         ):
             values[name] = str(values[name])
-    return OrcaMetricSettings(**values)
+    return values
+
+
+def check_metadata_settings(metadata: Mapping[str, Any] | None, where: str) -> None:
+    """OrcaMetricError for a `metadata['orca']` a run could not use (unknown names, wrong types or
+    ranges), before any task is built; the checkpoint may still come from elsewhere."""
+    given = (metadata or {}).get(METRIC)
+    if given is None:
+        return
+    if not isinstance(given, Mapping):
+        raise OrcaMetricError(f"{where}: orca: expected an object of settings, got {given!r}")
+    unknown = sorted(set(given) - set(SETTING_NAMES))
+    if unknown:
+        raise OrcaMetricError(
+            f"{where}: unknown setting(s) {', '.join(f'orca.{k}' for k in unknown)}; known: "
+            f"{', '.join(SETTING_NAMES)}"
+        )
+    try:
+        typed_values({k: v for k, v in given.items() if v is not None})
+    except OrcaMetricError as error:
+        raise OrcaMetricError(f"{where}: {error}") from None

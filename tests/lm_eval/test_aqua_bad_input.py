@@ -127,3 +127,47 @@ def test_aqua_eval_settings_are_checked_before_lm_eval_starts(released_dir, tmp_
         check_aqua_metadata({"data_dir": str(tmp_path / "nope"), "audio": False})
     check_aqua_metadata({"data_dir": data, "audio": False, "max_seq_lengths": [4096]})
     check_aqua_metadata({"data_dir": data, "vocal_audio_root": str(tmp_path)})
+
+
+@pytest.mark.parametrize(
+    ("metadata", "line"),
+    [
+        ({"judge_threshold": 9}, "--metadata judge_threshold must be a rating between 1 and 5"),
+        ({"judge_threshold": "nan"}, "--metadata judge_threshold must be a rating between 1 and"),
+        ({"orca": {"batch_size": "Infinity"}}, "--metadata: orca setting 'batch_size': expected"),
+        ({"orca": {"clamp_threshold": "inf"}}, "--metadata: orca setting 'clamp_threshold'"),
+        ({"orca": {"batchsize": 2}}, "--metadata: unknown setting(s) orca.batchsize; known:"),
+        ({"orca": "ckpt"}, "--metadata: orca: expected an object of settings, got 'ckpt'"),
+        (
+            {
+                "extractor": "aqua-rules+llm",
+                "fallback": {"model": "m", "base_url": "http://x/v1", "max_tokens": "abc"},
+            },
+            "max_tokens='abc': expected an integer >= 1",
+        ),
+    ],
+)
+def test_aqua_eval_refuses_judge_and_fallback_numbers_before_lm_eval_starts(
+    released_dir, capsys, metadata, line
+):
+    from aqua_tasks.cli.eval import main as aqua_eval
+
+    given = {"data_dir": str(released_dir), "audio": False, **metadata}
+    args = ["--model", "aqua-random", "--tasks", "aqua-open_animal", "--metadata"]
+    assert aqua_eval([*args, json.dumps(given)]) == 2
+    (error,) = capsys.readouterr().err.strip().splitlines()
+    assert error.startswith("aqua-eval: error: ") and line in error
+
+
+def test_plain_lm_eval_checks_the_judge_numbers_when_it_matches_the_tasks(released_dir):
+    from lm_eval.tasks import TaskManager
+
+    from eval_plugins.lm_eval.registration import install_task_folder
+    from orca_judge.errors import OrcaMetricError
+
+    install_task_folder(TaskManager)
+    metadata = {"data_dir": str(released_dir), "audio": False, "orca": {"batch_size": 0}}
+    manager = TaskManager(metadata=metadata)
+    with pytest.raises(OrcaMetricError, match="orca setting 'batch_size'"):
+        manager.match_tasks(["aqua-open_animal"])
+    assert manager.match_tasks(["hellaswag"]) == ["hellaswag"]  # not an AQUA run

@@ -46,9 +46,11 @@ def choose_task_matches(patterns: list[str], matches: list[str], metadata: Any) 
         selects_aqua_tasks,
         unbuilt_matches,
     )
+    from aqua_tasks.task.config import check_judge_settings
 
     if metadata and isinstance(metadata, dict) and selects_aqua_tasks(matches):
         check_aqua_metadata(metadata)
+        check_judge_settings(metadata)
 
     left_out = unbuilt_matches(patterns, matches, metadata)
     for message in left_out.values():

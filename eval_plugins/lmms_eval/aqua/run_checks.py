@@ -18,6 +18,7 @@ from typing import Any
 from aqua_tasks.core.settings_place import LMMS_EVAL_PLACE, settings_given_in
 from aqua_tasks.errors import AquaDataError
 from aqua_tasks.models.audio_prompts import refuse_text_only_run
+from aqua_tasks.task.config import check_judge_settings
 from eval_plugins.lmms_eval.aqua import include_path
 from eval_plugins.lmms_eval.aqua.task import METADATA_ENV, METADATA_HELP, run_settings
 
@@ -47,6 +48,7 @@ def check_cli_run(args: Any, model_class: type | None = None) -> None:
     settings = None
     if any(t in shipped_tasks() for t in selected_tasks(args)):
         settings = run_settings(None)  # the shipped YAMLs carry no data folder
+        check_judge_settings(settings, METADATA_ENV)
         data_dir = Path(str(settings["data_dir"])).expanduser()
         if not data_dir.is_dir():
             raise AquaDataError(
