@@ -33,6 +33,7 @@ from lm_eval.api.instance import Instance
 
 from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
+from eval_common.cli import number_problem
 
 # The local chat stub is a test helper (tests/support/), not part of the installed package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -143,8 +144,17 @@ def main() -> None:
     )
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     args = parser.parse_args()
-    if args.questions_per_clip < 1:
-        parser.error(f"--questions-per-clip must be at least 1, got {args.questions_per_clip}")
+    counts = (
+        ("--requests", args.requests),
+        ("--repeats", args.repeats),
+        ("--rate", args.rate),
+        ("--questions-per-clip", args.questions_per_clip),
+    )
+    problems = [number_problem(flag, value, minimum=1) for flag, value in counts]
+    problems += [number_problem("--latency", value, minimum=0) for value in args.latency]
+    for problem in problems:
+        if problem:
+            parser.error(problem)
     with tempfile.TemporaryDirectory() as folder:
         requests = build_requests(Path(folder), args.requests, args.rate, args.questions_per_clip)
         figures = [measure(requests, latency, args.repeats) for latency in args.latency]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from eval_common.cli import number_problem
 from orca_judge.data import OrcaItem, load_items, question_disjoint_split
 from orca_judge.metrics import agreement
 
@@ -85,6 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint", nargs="*", default=[], help="judges to score as well")
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
     args = parser.parse_args(argv)
+    for problem in (
+        number_problem("--heldout-fraction", args.heldout_fraction, minimum=0, maximum=1,
+                       open_interval=True),
+        number_problem("--split-seed", args.split_seed, minimum=0),
+    ):  # fmt: skip
+        if problem:
+            parser.error(problem)
 
     _, items = heldout_split(args.data, args.heldout_fraction, args.split_seed)
     human = [it.human_mean_unit for it in items]

@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from eval_common.cli import number_problem
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
@@ -109,6 +111,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16, help="items per forward pass")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
+    for flag, value, low in (("--limit", args.limit, 0), ("--batch-size", args.batch_size, 1)):
+        if problem := number_problem(flag, value, minimum=low):
+            parser.error(problem)
 
     lines = [line for line in Path(args.items).read_text().splitlines() if line.strip()]
     if args.limit:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from eval_common.cli import number_problem
 from orca_judge.data import OrcaItem, load_items
 from orca_judge.judge import OrcaPrediction
 from orca_judge.metrics import agreement
@@ -61,6 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split-seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
     args = parser.parse_args(argv)
+    for problem in (
+        number_problem("--heldout-fraction", args.heldout_fraction, minimum=0, maximum=1,
+                       open_interval=True),
+        number_problem("--split-seed", args.split_seed, minimum=0),
+    ):  # fmt: skip
+        if problem:
+            parser.error(problem)
 
     from orca_judge import OrcaJudge
 

@@ -191,8 +191,21 @@ def add_json_flag(
 def add_seed_flag(
     parser: argparse.ArgumentParser, default: int = 0, help: str = "random seed"
 ) -> None:
-    """Add `--seed N` (check it with `number_problem(..., minimum=0)`: numpy refuses negatives)."""
-    parser.add_argument("--seed", type=int, default=default, help=f"{help} (default: {default})")
+    """Add `--seed N`, an integer >= 0 (numpy refuses negatives): argparse refuses others."""
+    parser.add_argument(
+        "--seed", type=seed_value, default=default, help=f"{help} (default: {default})"
+    )
+
+
+def seed_value(text: str) -> int:
+    """A `--seed` value: an integer >= 0, else argparse's one-line error (exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
 
 
 def add_progress_flag(parser: argparse.ArgumentParser, help: str = "hide progress bars") -> None:

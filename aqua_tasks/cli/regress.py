@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 no regression, 1 regression, 2 not comparable or bad input."""
     args = build_parser().parse_args(argv)
     problems = (
-        number_problem("--max-drop", args.max_drop, minimum=0),
+        number_problem("--max-drop", args.max_drop, minimum=0, maximum=100),
         number_problem("--alpha", args.alpha, minimum=0, maximum=1, open_interval=True),
         number_problem("--n-boot", args.n_boot, minimum=1),
         number_problem("--min-ca-clips", args.min_ca_clips, minimum=0),

@@ -56,10 +56,27 @@ def check_model(run: dict) -> None:
     if isinstance(model_args, dict):
         harness = {key: run.get(key) for key in ("batch_size", "max_batch_size", "device")}
         cls.check_model_args(dict(model_args), harness)
+    check_gen_kwargs(run.get("gen_kwargs"))
     tasks = run.get("tasks")
     names = [t for t in tasks if isinstance(t, str)] if isinstance(tasks, list) else tasks
     if isinstance(run.get("metadata"), dict) and selects_aqua_tasks(names or None):
         refuse_text_only_run(cls, run["metadata"])
+
+
+def check_gen_kwargs(gen_kwargs: object) -> None:
+    """ModelArgumentError for a `--gen_kwargs max_gen_toks` our models could not use (they read
+    it at their first request, after loading)."""
+    from lm_eval.utils import simple_parse_args_string
+
+    from aqua_tasks.models.model_args import positive_int
+
+    if isinstance(gen_kwargs, str):
+        try:
+            gen_kwargs = simple_parse_args_string(gen_kwargs)
+        except (ValueError, SyntaxError):
+            return  # lm-eval refuses it itself
+    if isinstance(gen_kwargs, dict) and gen_kwargs.get("max_gen_toks") is not None:
+        positive_int("--gen_kwargs max_gen_toks", gen_kwargs["max_gen_toks"])
 
 
 @contextmanager

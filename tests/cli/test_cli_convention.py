@@ -215,3 +215,18 @@ def test_write_jsonl_is_the_one_writer_iter_jsonl_reads_back(tmp_path):
         {"id": "é1", "path": str(tmp_path)},
         {"id": 2, "score": 0.5},
     ]
+
+
+def test_a_negative_seed_and_a_drop_over_100_points_are_refused_before_any_work(capsys):
+    from aqua_tasks.cli.open_judge_check import main as open_judge_check
+    from aqua_tasks.cli.regress import main as regress
+
+    with pytest.raises(SystemExit) as refused:
+        open_judge_check(["--checkpoint", "x", "--data-dir", "y", "--seed", "-1"])
+    assert refused.value.code == 2
+    assert "argument --seed: expected an integer >= 0, got '-1'" in capsys.readouterr().err
+    assert regress(["--baseline", "a", "--candidate", "b", "--max-drop", "1000"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "aqua-regress: error: --max-drop: expected a finite number with 0 <= --max-drop <= 100, "
+        "got 1000.0"
+    )

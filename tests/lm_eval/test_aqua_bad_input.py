@@ -171,3 +171,22 @@ def test_plain_lm_eval_checks_the_judge_numbers_when_it_matches_the_tasks(releas
     with pytest.raises(OrcaMetricError, match="orca setting 'batch_size'"):
         manager.match_tasks(["aqua-open_animal"])
     assert manager.match_tasks(["hellaswag"]) == ["hellaswag"]  # not an AQUA run
+
+
+def test_a_max_gen_toks_our_models_cannot_use_stops_before_the_model_loads(released_dir):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    metadata = json.dumps({"data_dir": str(released_dir), "audio": False})
+    args = ["--model", "aqua-random", "--tasks", "aqua_animal", "--limit", "2"]
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "aqua-eval"), *args, "--metadata", metadata,
+         "--gen_kwargs", "max_gen_toks=inf"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1] == (
+        "aqua-eval: error: --gen_kwargs max_gen_toks=inf: expected an integer >= 1"
+    )
+    assert "Initializing aqua-random" not in done.stderr
