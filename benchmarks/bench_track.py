@@ -43,9 +43,9 @@ def make_audio(data_dir: Path, root: Path) -> None:
 def child(data_dir: str, audio_root: str, limit: int, eager: bool) -> None:
     """One aqua-eval run in this process; prints wall time and max RSS as JSON."""
     from aqua_tasks.audio.clips import load_audio
-    from aqua_tasks.cli.eval import main
     from aqua_tasks.models.baselines import AquaBaselineLM
     from aqua_tasks.task import definition
+    from eval_plugins.cli.aqua_eval import main
     from eval_plugins.lm_eval.registration import register_all
 
     class EnergyReaderLM(AquaBaselineLM):

@@ -21,7 +21,7 @@ HARNESSES = ("lm_eval", "lmms_eval")
 EDGE = "eval_plugins"
 # One adapter per harness, inside the edge: everything harness-specific of both packages.
 ADAPTERS = tuple(f"{EDGE}.{harness}" for harness in HARNESSES)
-COMMAND_LINES = ("aqua_tasks.cli", "orca_judge.cli")
+COMMAND_LINES = ("aqua_tasks.cli", "orca_judge.cli", "eval_plugins.cli")
 # Harness modules whose functions and methods a plugin might replace (read, not imported):
 # tasks, the task index, the evaluator, the CLI. Model classes are subclassed, not patched.
 HARNESS_SOURCES = {
@@ -258,12 +258,12 @@ def test_the_plugin_edge_is_a_layer_above_both_packages():
         return within(mod, EDGE) and not command_line(mod) and command_line(imp)
 
     assert not violations(rule)
-    assert any(within(imp, EDGE) for _, imp in imports_of(MODULES["aqua_tasks.cli.eval"]))
+    assert any(within(imp, EDGE) for _, imp in imports_of(MODULES["eval_plugins.cli.aqua_eval"]))
 
 
 def test_only_command_line_modules_parse_arguments():
     def rule(mod: str, imp: str) -> bool:
-        places = ("aqua_tasks.cli", "orca_judge.cli", "eval_common.cli")
+        places = ("aqua_tasks.cli", "orca_judge.cli", "eval_plugins.cli", "eval_common.cli")
         return imp == "argparse" and not any(within(mod, p) for p in places)
 
     assert not violations(rule)

@@ -60,7 +60,7 @@ def test_the_lmms_eval_targets_name_modules_that_exist():
 
 
 def test_aqua_eval_lists_the_table_s_models():
-    from aqua_tasks.cli.eval import model_names
+    from eval_plugins.cli.aqua_eval import model_names
 
     assert model_names() == list(names.targets(names.LM_EVAL, "models"))
 

@@ -7,9 +7,9 @@ import io
 
 import pytest
 
-from aqua_tasks.cli import eval as cli_eval
 from aqua_tasks.cli import score as cli_score
 from aqua_tasks.core.extract import DEFAULT_EXTRACTOR
+from eval_plugins.cli import aqua_eval as cli_eval
 from orca_judge.cli import train as cli_train
 
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from aqua_tasks.cli import demo as cli_demo
 from aqua_tasks.cli import orca_items as cli_orca_items
 from aqua_tasks.cli import regress as cli_regress
 from aqua_tasks.cli import report as cli_report
 from aqua_tasks.cli import score as cli_score
 from eval_common.outputs import MARKER
+from eval_plugins.cli import aqua_demo as cli_demo
 
 LEGACY = Path(__file__).parents[1] / "data" / "legacy_run_0_1_0"
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from orca_fixtures import synthetic_items, tiny_trained_checkpoint, write_jsonl
 
-from aqua_tasks.cli import eval as cli_eval
 from aqua_tasks.cli import regress as cli_regress
 from aqua_tasks.cli import report as cli_report
 from aqua_tasks.gate.paired import paired_bootstrap_mean
+from eval_plugins.cli import aqua_eval as cli_eval
 from orca_judge.metrics import agreement
 
 pytestmark = pytest.mark.slow

@@ -150,7 +150,7 @@ def test_aqua_eval_settings_are_checked_before_lm_eval_starts(released_dir, tmp_
 def test_aqua_eval_refuses_judge_and_fallback_numbers_before_lm_eval_starts(
     released_dir, capsys, metadata, line
 ):
-    from aqua_tasks.cli.eval import main as aqua_eval
+    from eval_plugins.cli.aqua_eval import main as aqua_eval
 
     given = {"data_dir": str(released_dir), "audio": False, **metadata}
     args = ["--model", "aqua-random", "--tasks", "aqua-open_animal", "--metadata"]

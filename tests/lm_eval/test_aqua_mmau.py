@@ -28,13 +28,13 @@ from mmau_fixtures import (
 
 from aqua_tasks.audio.clips import AudioRoots, resolve_audio
 from aqua_tasks.cli import build as cli_build
-from aqua_tasks.cli import eval as cli_eval
 from aqua_tasks.cli import regress as cli_regress
 from aqua_tasks.cli import report as cli_report
 from aqua_tasks.core.data import TRACK_FILE_STEMS
 from aqua_tasks.errors import AquaDataError
 from aqua_tasks.reports.run_metrics import load_run_metrics
 from aqua_tasks.task.definition import build_docs
+from eval_plugins.cli import aqua_eval as cli_eval
 
 pytestmark = [pytest.mark.slow, NEEDS_MMAU_DATA]
 MMAU = MMAU_TEST_MINI

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from aqua_tasks.cli import eval as cli_eval
 from aqua_tasks.errors import AquaDataError
+from eval_plugins.cli import aqua_eval as cli_eval
 from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
 from eval_plugins.lm_eval.aqua.user_tasks import check_user_task_yamls
 

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from aqua_tasks.cli import eval as cli_eval
 from aqua_tasks.cli import regress as cli_regress
 from aqua_tasks.cli import report as cli_report
 from aqua_tasks.cli.score import main as aqua_score
@@ -36,6 +35,7 @@ from aqua_tasks.reports.folder import write_report
 from aqua_tasks.reports.run_metrics import load_run_metrics, split_task
 from aqua_tasks.reports.tables import COLUMNS, UNPARSED, build_table
 from aqua_tasks.runs import read_run
+from eval_plugins.cli import aqua_eval as cli_eval
 
 pytestmark = pytest.mark.slow  # four aqua-eval runs over released tracks, then reports
 LIMIT = 480  # 120 clips of the track: every clip's four items are in the run
