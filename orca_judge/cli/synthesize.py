@@ -19,7 +19,7 @@ from pathlib import Path
 from eval_common.cli import add_json_flag, add_seed_flag, command, fail, number_problem
 from eval_common.outputs import check_output_file, write_text
 from orca_judge.data import load_items
-from orca_judge.training.synthetic import KINDS, build_synthetic_items
+from orca_judge.training.synthetic import DEFAULT_KINDS, KINDS, build_synthetic_items
 
 PROG = "orca-synthesize"
 
@@ -35,8 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--kinds",
         nargs="+",
         choices=KINDS,
-        default=list(KINDS),
-        help="which candidates to build (default: all)",
+        default=list(DEFAULT_KINDS),
+        help="which candidates to build (default: %(default)s; the abstention kinds on request)",
     )
     add_seed_flag(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")

@@ -25,8 +25,8 @@ from orca_judge.training.judge_rated import (
 )
 
 # Keys of a curriculum stage besides OrcaConfig and TrainingArguments fields. `synthesize:
-# true` trains the stage on rule-rated candidates built from its `train` file
-# (training/synthetic.py), not the file; `rated_by: {judge settings}` on the file's
+# true` (or a list of kinds) trains the stage on rule-rated candidates built from its `train`
+# file (training/synthetic.py), not the file; `rated_by: {judge settings}` on the file's
 # candidates rated by a prompted judge (training/judge_rated.py), `max_failed_share` with it.
 STAGE_KEYS = frozenset({"train", "dev", "name", "synthesize", RATED_BY, MAX_FAILED_SHARE})
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class StagePlan:
     name: str
     train: str
     dev: str
-    synthesize: bool = False
+    synthesize: tuple[str, ...] = ()  # the rule kinds built from `train` (): the file itself
     settings: dict[str, Any] = field(default_factory=dict)  # OrcaConfig + TrainingArguments
     rated_by: JudgeRating | None = None  # a prompted judge rates the train file's items
 
@@ -136,8 +136,8 @@ def plan_stages(
             else:
                 merged[key] = _resolve(merged[key], config_dir)
         name = merged.get("name", f"stage{i + 1}")
-        synthesize = parse_bool(f"stage {name}: synthesize", merged.get("synthesize", False))
-        rated_by = judge_rating_plan(merged, where, synthesize)
+        synthesize = synthetic_kinds(merged.get("synthesize", False), f"stage {name}: synthesize")
+        rated_by = judge_rating_plan(merged, where, bool(synthesize))
         if not merged.get("backbone"):
             raise ValueError("no --backbone given")
         settings = {k: v for k, v in merged.items() if k not in STAGE_KEYS}
@@ -145,6 +145,30 @@ def plan_stages(
             StagePlan(name, merged["train"], merged["dev"], synthesize, settings, rated_by)
         )
     return stages
+
+
+def synthetic_kinds(value: Any, where: str) -> tuple[str, ...]:
+    """The kinds a stage's `synthesize:` builds: true = the default kinds, a list = those."""
+    from orca_judge.training.synthetic import DEFAULT_KINDS, KINDS
+
+    if isinstance(value, list):
+        unknown = [k for k in value if k not in KINDS]
+        if not value or unknown:
+            raise ValueError(
+                f"{where}: expected true, false or a list of kinds from {', '.join(KINDS)}; "
+                f"got {value!r}"
+            )
+        return tuple(dict.fromkeys(value))
+    return DEFAULT_KINDS if parse_bool(where, value) else ()
+
+
+def synthesized_record(kinds: Sequence[str]) -> str:
+    """How a stage's data record names its rule-rated candidates (the default kinds as before)."""
+    from orca_judge.training.synthetic import DEFAULT_KINDS
+
+    if tuple(kinds) == DEFAULT_KINDS:
+        return "rule-rated (orca-synthesize)"
+    return f"rule-rated (orca-synthesize --kinds {' '.join(kinds)})"
 
 
 def load_stages(
@@ -177,7 +201,7 @@ def load_stages(
         record = None
         if plan.synthesize:
             seed = plan.settings.get("seed", TrainingArguments.__dataclass_fields__["seed"].default)
-            items, _ = build_synthetic_items(items, seed=seed)
+            items, _ = build_synthetic_items(items, seed=seed, kinds=plan.synthesize)
         elif plan.rated_by is not None:
             items, record = rate_items(items, plan.rated_by, plan.name, progress=progress)
         trains.append(items)
@@ -191,7 +215,11 @@ def load_stages(
         provenance = {
             "train_file": plan.train,
             "train_file_sha256": file_sha256(plan.train),
-            **({"train_synthesized": "rule-rated (orca-synthesize)"} if plan.synthesize else {}),
+            **(
+                {"train_synthesized": synthesized_record(plan.synthesize)}
+                if plan.synthesize
+                else {}
+            ),
             **({"train_rated_by": record} if record is not None else {}),
             "dev_file": plan.dev,
             "dev_file_sha256": file_sha256(plan.dev),

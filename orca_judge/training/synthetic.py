@@ -8,7 +8,16 @@ LLM, some answers have a quality that follows from the item itself:
   contained in this reference), bare or in a sentence → rated 1;
 - `non-answer`: a refusal or an answer that says nothing → rated 1;
 - `partial`: the first half of a reference of four or more words → rated 2, 3, 3, 4 (such an
-  answer may be enough or may miss the point; the spread says the rule is uncertain).
+  answer may be enough or may miss the point; the spread says the rule is uncertain);
+- `abstention` (opt-in): the question as one the audio cannot answer — an abstention as the
+  reference, another abstention in other words as the candidate → rated 5;
+- `answer-to-abstention` (opt-in): the same abstention reference, the source's own answer as
+  the candidate → rated 1.
+
+The two abstention kinds teach a judge that "it cannot be told from the audio" can itself be
+the right answer (AQUA's open IAQD items have such references); together with `non-answer`
+(an abstention against a real reference → 1) they cover all four pairings of answers and
+abstentions. Their wordings are this module's own, never an evaluation item's.
 
 One source item per question (normalised as in the held-out split) provides question,
 reference, rationale and transcript, so a stage built from the training file never adds a
@@ -24,12 +33,17 @@ from dataclasses import dataclass
 
 from orca_judge.data import OrcaItem, normalize_question
 
-KINDS = ("reference", "other-reference", "non-answer", "partial")
+# What `synthesize: true` and `orca-synthesize` build unless kinds are named.
+DEFAULT_KINDS = ("reference", "other-reference", "non-answer", "partial")
+ABSTENTION_KINDS = ("abstention", "answer-to-abstention")
+KINDS = DEFAULT_KINDS + ABSTENTION_KINDS
 RATINGS: dict[str, tuple[int, ...]] = {
     "reference": (5, 5, 5),
     "other-reference": (1, 1, 1),
     "non-answer": (1, 1, 1),
     "partial": (2, 3, 3, 4),
+    "abstention": (5, 5, 5),
+    "answer-to-abstention": (1, 1, 1),
 }
 # Sentence frames an audio LM typically wraps a short answer in; `{}` is the answer.
 FRAMES = (
@@ -47,6 +61,24 @@ NON_ANSWERS = (
     "There is no way to know.",
 )
 PARTIAL_MIN_WORDS = 4
+# References saying the question has no answer in the audio, and candidates saying the same in
+# other words (an abstention kind pairs a reference with a candidate of another wording).
+ABSTENTION_REFERENCES = (
+    "The audio does not answer this question.",
+    "This cannot be determined from the recording.",
+    "Nothing in the audio tells us; the question cannot be answered.",
+)
+ABSTAINING_CANDIDATES = (
+    "I can't tell from the audio.",
+    "The recording doesn't say.",
+    "There is no way to know that from this audio.",
+    "It is not possible to determine this from what is heard.",
+    "Unanswerable: the audio gives no clue about it.",
+)
+ABSTENTION_RATIONALE = (
+    "The question asks for something the audio does not contain, so the right answer says "
+    "that it cannot be told from the audio; a specific answer is a guess."
+)
 
 
 @dataclass(frozen=True)
@@ -79,7 +111,7 @@ def _unrelated(a: str, b: str) -> bool:
 
 
 def build_synthetic_items(
-    items: Sequence[OrcaItem], *, seed: int = 0, kinds: Sequence[str] = KINDS
+    items: Sequence[OrcaItem], *, seed: int = 0, kinds: Sequence[str] = DEFAULT_KINDS
 ) -> tuple[list[OrcaItem], SyntheticSummary]:
     """Rule-rated candidates, one of each requested kind per question where the rule applies.
 
@@ -97,16 +129,18 @@ def build_synthetic_items(
     if "other-reference" in kinds and len(references) < 2:
         raise ValueError("other-reference candidates need at least two distinct references")
     rng = random.Random(seed)
+    # Its own stream: asking for the abstention kinds leaves the other kinds' draws as they were.
+    abstention_rng = random.Random(f"{seed}/abstention")
     built: list[OrcaItem] = []
     per_kind = dict.fromkeys(kinds, 0)
 
-    def add(source: OrcaItem, kind: str, candidate: str) -> None:
+    def add(source: OrcaItem, kind: str, candidate: str, reference: str | None = None) -> None:
         built.append(
             OrcaItem(
                 id=f"{source.id}#{kind}",
                 question=source.question,
-                reference=source.reference,
-                rationale=source.rationale,
+                reference=source.reference if reference is None else reference,
+                rationale=source.rationale if reference is None else ABSTENTION_RATIONALE,
                 transcript=source.transcript,
                 candidate=candidate,
                 ratings=RATINGS[kind],
@@ -132,5 +166,13 @@ def build_synthetic_items(
         words = reference.rstrip(".").split()
         if "partial" in kinds and len(words) >= PARTIAL_MIN_WORDS:
             add(source, "partial", " ".join(words[: math.ceil(len(words) / 2)]))
+        if "abstention" in kinds:
+            abstention = abstention_rng.choice(ABSTENTION_REFERENCES)
+            candidate = abstention_rng.choice(ABSTAINING_CANDIDATES)
+            add(source, "abstention", candidate, reference=abstention)
+        if "answer-to-abstention" in kinds:
+            abstention = abstention_rng.choice(ABSTENTION_REFERENCES)
+            candidate = _framed(reference, abstention_rng)
+            add(source, "answer-to-abstention", candidate, reference=abstention)
     rng.shuffle(built)
     return built, SyntheticSummary(questions=len(questions), per_kind=per_kind)

@@ -119,7 +119,13 @@ def test_the_command_reads_a_local_copy_and_never_replaces_files_unasked(tmp_pat
 
 
 @pytest.mark.parametrize(
-    "config", ["curriculum.yaml", "curriculum-synthetic.yaml", "curriculum-3stage.yaml"]
+    "config",
+    [
+        "curriculum.yaml",
+        "curriculum-synthetic.yaml",
+        "curriculum-synthetic-abstention.yaml",
+        "curriculum-3stage.yaml",
+    ],
 )
 def test_the_configs_read_data_orca_human_in_the_repository_and_name_the_command(config):
     path = REPO / "configs" / "orca" / config
@@ -127,3 +133,18 @@ def test_the_configs_read_data_orca_human_in_the_repository_and_name_the_command
     assert (path.parent / data_dir).resolve() == REPO / "data" / "orca-human"
     assert "orca-fetch-ratings --output data/orca-human" in path.read_text()
     assert "shared/data" not in path.read_text()
+
+
+def test_the_abstention_config_plans_its_synthetic_stage_with_the_abstention_kinds(tmp_path):
+    from orca_judge.training.plan import plan_stages
+    from orca_judge.training.synthetic import ABSTENTION_KINDS, DEFAULT_KINDS
+
+    for name in ("train.jsonl", "dev.jsonl"):
+        (tmp_path / name).write_text("")
+    config = REPO / "configs" / "orca" / "curriculum-synthetic-abstention.yaml"
+    plain = REPO / "configs" / "orca" / "curriculum-synthetic.yaml"
+    stages = plan_stages(config, data_dir=tmp_path, overrides={"backbone": "b"})
+    assert [s.synthesize for s in stages] == [DEFAULT_KINDS + ABSTENTION_KINDS, ()]
+    # Otherwise the recommended recipe: the same settings, stage by stage.
+    same = plan_stages(plain, data_dir=tmp_path, overrides={"backbone": "b"})
+    assert [s.settings for s in stages] == [s.settings for s in same]

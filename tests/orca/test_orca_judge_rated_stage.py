@@ -181,7 +181,7 @@ def test_orca_llm_judge_fills_the_cache_a_judge_rated_stage_then_reads(stub, tmp
 def test_the_shipped_three_stage_config_plans_synthetic_then_judge_rated_then_human():
     plans = plan_stages(THREE_STAGE, overrides={"backbone": "models/smollm2-135m"})
     assert [p.name for p in plans] == ["s1-synthetic", "s2-judge-rated", "s3-human"]
-    assert [p.synthesize for p in plans] == [True, False, False]
+    assert [bool(p.synthesize) for p in plans] == [True, False, False]
     assert [p.rated_by is not None for p in plans] == [False, True, False]
     assert plans[1].rated_by.settings.base_url == "http://localhost:8000/v1/chat/completions"
     assert plans[1].rated_by.max_failed_share == 0.2

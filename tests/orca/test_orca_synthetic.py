@@ -159,3 +159,46 @@ def test_cli_names_the_bad_line_of_its_input(tmp_path):
     assert done.returncode == 2
     assert f"{source}:2: missing required field 'reference'" in done.stderr
     assert not (tmp_path / "s.jsonl").exists()
+
+
+def test_the_abstention_kinds_pair_an_abstention_reference_with_each_kind_of_answer():
+    from orca_judge.training.synthetic import (
+        ABSTAINING_CANDIDATES,
+        ABSTENTION_KINDS,
+        ABSTENTION_REFERENCES,
+        DEFAULT_KINDS,
+    )
+
+    plain, _ = build_synthetic_items(ITEMS, seed=1)
+    built, summary = build_synthetic_items(ITEMS, seed=1, kinds=DEFAULT_KINDS + ABSTENTION_KINDS)
+    assert summary.per_kind["abstention"] == summary.per_kind["answer-to-abstention"] == 4
+    # The default kinds are built as before: asking for more adds items, changes none.
+    assert {it.id: it for it in plain}.items() <= {it.id: it for it in built}.items()
+    for it in built:
+        source = next(s for s in ITEMS if s.id == it.id.split("#")[0])
+        kind = it.id.split("#")[1]
+        if kind not in ABSTENTION_KINDS:
+            continue
+        # The source's question (a training question), an abstention as the reference.
+        assert it.question == source.question and it.reference in ABSTENTION_REFERENCES
+        assert it.transcript == source.transcript and "cannot be told" in it.rationale
+        if kind == "abstention":
+            assert it.candidate in ABSTAINING_CANDIDATES and it.ratings == (5, 5, 5)
+        else:
+            assert source.reference.casefold().rstrip(".") in it.candidate.casefold()
+            assert it.ratings == (1, 1, 1)
+
+
+def test_a_stage_names_its_kinds_and_records_them(tmp_path):
+    from orca_judge.training.plan import synthesized_record, synthetic_kinds
+    from orca_judge.training.synthetic import DEFAULT_KINDS
+
+    assert synthetic_kinds(True, "s0") == DEFAULT_KINDS and synthetic_kinds(False, "s0") == ()
+    kinds = synthetic_kinds(["reference", "abstention", "abstention"], "s0")
+    assert kinds == ("reference", "abstention")
+    assert synthesized_record(DEFAULT_KINDS) == "rule-rated (orca-synthesize)"  # as before
+    assert synthesized_record(kinds) == "rule-rated (orca-synthesize --kinds reference abstention)"
+    with pytest.raises(ValueError, match=r"^s0: expected true, false or a list of kinds from"):
+        synthetic_kinds(["refusal"], "s0")
+    with pytest.raises(ValueError, match=r"^s0: expected true, false or a list of kinds"):
+        synthetic_kinds([], "s0")
