@@ -38,6 +38,8 @@ from shared_data import shared_data
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+# The packages whose console scripts a README command may run in this process.
+PACKAGES = ("aqua_tasks", "orca_judge", "eval_plugins")
 # Items per AQUA task in the README's lm-eval runs over the released questions.
 AQUA_LIMIT = 4
 SETUP_COMMANDS = [
@@ -203,7 +205,7 @@ def run_entry_point(command: str, cwd: Path) -> dict:
     words = shlex.split(os.path.expandvars(command))
     scripts = {ep.name: ep for ep in entry_points(group="console_scripts")}
     script = scripts.get(words[0])
-    assert script is not None and script.value.split(".")[0] in ("aqua_tasks", "orca_judge"), (
+    assert script is not None and script.value.split(".")[0] in PACKAGES, (
         f"README command {command!r}: not a console script of this package; run it through "
         "bash here or list it in SKIPPED with the reason"
     )
