@@ -3,8 +3,9 @@
 Works with models whose processor takes `text=` plus `audio=` and expands one audio token
 per clip (Qwen2-Audio, Audio Flamingo 3, Music Flamingo and kin: the checkpoint's own processor
 and chat template, the model class its config declares), and with the Qwen Omni thinkers
-(2.5 and 3), whose inputs are built from the checkpoint's parts (omni_inputs.py); families
-that fit neither are refused before any weights load (docs/audio_lm.md has the table).
+(2.5 and 3) and Phi-4-multimodal, whose inputs are built from the checkpoint's parts
+(processor_parts.py: their processors need torchvision); families that fit neither are
+refused before any weights load (docs/audio_lm.md has the table).
 Generation only, greedy, batched. Its model arguments are checked in hf_audio_lm_settings.py,
 loading is in hf_audio_lm_loading.py, batching in hf_audio_lm_batching.py and what a run
 records in hf_audio_lm_record.py.
@@ -133,7 +134,7 @@ class AudioLM(ArgsThroughArgObj, LM):
         self._succeeded = False  # whether any generation of the current call worked
         self._place_process()
 
-        # Read first: Qwen2.5-Omni builds its inputs from the checkpoint's parts (omni_inputs.py).
+        # Read first: Omni and Phi-4 build their inputs from the checkpoint's parts.
         # An unreadable config is reported by load_model, after the processor.
         config = read_config(settings)
         self.processor: Any = load_processor(settings, config)

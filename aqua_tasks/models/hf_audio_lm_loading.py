@@ -1,9 +1,9 @@
 """Loading an `aqua-audiolm` checkpoint: its processor, its model, and the facts recorded of them.
 
 Qwen2-Audio, Audio Flamingo 3, Music Flamingo and kin load with transformers' Auto classes and
-the class the config declares; the Qwen Omni models (2.5 and 3) load their thinker alone, with
-inputs built from the checkpoint's parts (omni_inputs.py). transformers is imported on first
-use: the settings can be checked without it.
+the class the config declares; the Qwen Omni models (2.5 and 3) load their thinker alone, and
+they and Phi-4-multimodal take inputs built from the checkpoint's parts (processor_parts.py).
+transformers is imported on first use: the settings can be checked without it.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 from aqua_tasks.audio.checks import ClipLimits
 from aqua_tasks.models.hf_audio_lm_settings import AudioLMSettings
 from aqua_tasks.models.omni_inputs import OmniThinkerInputs, is_omni, omni_family, thinker_config
+from aqua_tasks.models.phi4_inputs import Phi4AudioInputs, is_phi4_multimodal
 
 # Whisper-style encoders (Qwen2-Audio) crash inside transformers on clips of 6 mel frames or
 # fewer (960 samples at 16 kHz); 7 frames (961 samples) run.
@@ -41,6 +42,8 @@ def load_processor(settings: AudioLMSettings, config: Any) -> Any:
     try:
         if config is not None and is_omni(config):
             processor = OmniThinkerInputs.from_pretrained(pretrained, config, **load)
+        elif config is not None and is_phi4_multimodal(config):
+            processor = Phi4AudioInputs.from_pretrained(pretrained, config, **load)
         else:
             processor = transformers.AutoProcessor.from_pretrained(pretrained, **load)
     except ImportError as error:  # e.g. Granite Speech's feature extractor needs torchaudio

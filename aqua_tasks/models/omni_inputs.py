@@ -1,14 +1,11 @@
 """Qwen Omni thinker inputs (Qwen2.5-Omni, Qwen3-Omni) built from the checkpoint's parts.
 
-Their processors need a video processor, hence an importable torchvision; on CPU boxes the
-default torchvision wheel often fails to import and the processor cannot even be built.
-Audio-only text generation needs none of that: a Whisper feature extractor (log-mel features
-and their frame mask), the tokenizer, the chat template, and each clip's audio placeholder
-repeated as many times as the thinker's audio encoder yields embeddings for that clip. The
-two generations differ in two places, each said by `OmniFamily`: Qwen2.5-Omni's encoder sees
-every clip padded to its 30 s window, Qwen3-Omni's clips as they are, cut into windows of
-`2 × n_window` frames that each yield 13 embeddings. `OmniThinkerInputs` offers what
-`aqua-audiolm` asks of a processor.
+Their processors need a video processor, hence torchvision (processor_parts.py says why
+that is avoided); their inputs are a Whisper feature extractor's log-mel features and frame
+mask, and each clip's audio token repeated as many times as the thinker's audio encoder
+yields embeddings for that clip. The two generations differ in two places, each said by
+`OmniFamily`: Qwen2.5-Omni's encoder sees every clip padded to its 30 s window, Qwen3-Omni's
+clips as they are, cut into windows of `2 × n_window` frames that each yield 13 embeddings.
 """
 
 from __future__ import annotations
@@ -17,10 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from eval_common.inputs import read_json, read_text
-
-# Processor-level chat template files, newest layout first (the tokenizer may have its own).
-CHAT_TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
+from aqua_tasks.models.processor_parts import (
+    PartsInputs,
+    audio_token_of,
+    expand_audio_slots,
+    load_chat_template,
+)
 
 
 def audio_token_count(mel_frames: int) -> int:
@@ -80,43 +79,7 @@ def thinker_config(config: Any) -> Any:
     return getattr(config, "thinker_config", None) or config
 
 
-def expand_audio_slots(
-    prompts: Sequence[str], audio_token: str, counts: Sequence[int]
-) -> list[str]:
-    """Each prompt with its k-th audio token repeated `counts[k]` times (clips in prompt order)."""
-    slots = sum(p.count(audio_token) for p in prompts)
-    if slots != len(counts):
-        raise ValueError(f"prompts hold {slots} audio slots for {len(counts)} clips")
-    remaining = iter(counts)
-    expanded = []
-    for prompt in prompts:
-        pieces = prompt.split(audio_token)
-        text = pieces[0]
-        for piece in pieces[1:]:
-            text += audio_token * next(remaining) + piece
-        expanded.append(text)
-    return expanded
-
-
-def load_chat_template(pretrained: str, tokenizer: Any, **load: Any) -> str | None:
-    """The checkpoint's processor chat template, else the tokenizer's (None when neither)."""
-    from transformers.utils.hub import cached_file
-
-    for name in CHAT_TEMPLATE_FILES:
-        path = cached_file(
-            pretrained,
-            name,
-            revision=load.get("revision"),
-            _raise_exceptions_for_missing_entries=False,
-            _raise_exceptions_for_connection_errors=False,
-        )
-        if path is None:
-            continue
-        return read_json(path)["chat_template"] if name.endswith(".json") else read_text(path)
-    return getattr(tokenizer, "chat_template", None)
-
-
-class OmniThinkerInputs:
+class OmniThinkerInputs(PartsInputs):
     """Text-plus-audio inputs for a Qwen Omni thinker (`family` says which generation)."""
 
     def __init__(
@@ -130,12 +93,9 @@ class OmniThinkerInputs:
         family: OmniFamily = QWEN2_5_OMNI,
         thinker: Any = None,
     ) -> None:
+        super().__init__(feature_extractor, tokenizer, chat_template, audio_token)
         self.family = family
         self.thinker = thinker
-        self.feature_extractor = feature_extractor
-        self.tokenizer = tokenizer
-        self.chat_template = chat_template
-        self.audio_token = audio_token
         self.audio_bos_token = audio_bos_token
         self.audio_eos_token = audio_eos_token
 
@@ -150,26 +110,10 @@ class OmniThinkerInputs:
             pretrained, revision=load.get("revision")
         )
         ids = (thinker.audio_token_id, thinker.audio_start_token_id, thinker.audio_end_token_id)
-        tokens = tokenizer.convert_ids_to_tokens(list(ids))
-        if any(t is None for t in tokens):
-            raise ValueError(
-                f"{pretrained}: the thinker config's audio token ids {ids} are not in its "
-                f"tokenizer (vocabulary of {len(tokenizer)})"
-            )
+        tokens = [audio_token_of(pretrained, tokenizer, token_id) for token_id in ids]
         chat_template = load_chat_template(pretrained, tokenizer, **load)
         family = omni_family(config) or QWEN2_5_OMNI
         return cls(features, tokenizer, chat_template, *tokens, family=family, thinker=thinker)
-
-    def apply_chat_template(
-        self, conversation: list[dict[str, Any]], add_generation_prompt: bool = True, **_: Any
-    ) -> str:
-        """The rendered prompt: each audio part as the template writes it (bos, token, eos)."""
-        return self.tokenizer.apply_chat_template(
-            conversation,
-            chat_template=self.chat_template,
-            add_generation_prompt=add_generation_prompt,
-            tokenize=False,
-        )
 
     def __call__(
         self,

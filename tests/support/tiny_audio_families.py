@@ -37,10 +37,10 @@ def chat_template(audio: str) -> str:
     )
 
 
-def _save(out_dir: str | Path, model, processor, tokenizer) -> Path:
+def _save(out_dir: str | Path, model, processor, tokenizer, eos: str = "<|im_end|>") -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    eos, pad = tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.pad_token_id
+    eos, pad = tokenizer.convert_tokens_to_ids(eos), tokenizer.pad_token_id
     model.generation_config.eos_token_id = eos
     model.generation_config.pad_token_id = pad
     model.generation_config.do_sample = False
@@ -160,17 +160,76 @@ def build_tiny_qwen3_omni(out_dir: str | Path, seed: int = 0) -> Path:
     return out
 
 
+PHI4_TOKENS = ("<|user|>", "<|assistant|>", "<|end|>", "<|audio|>", "<|image|>")
+# Phi-4-multimodal's chat format: `<|role|>content<|end|>`, each audio part `<|audio|>`.
+PHI4_CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ '<|' + message['role'] + '|>' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'audio' %}<|audio|>{% elif part['type'] == 'text' %}"
+    "{{ part['text'] }}{% endif %}{% endfor %}{% endif %}<|end|>{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def build_tiny_phi4_multimodal(out_dir: str | Path, seed: int = 0) -> Path:
+    """Phi-4-multimodal: a Conformer audio encoder, a SigLIP-style vision part, Phi-3 text.
+
+    Saved with the parts `aqua-audiolm` builds its inputs from (its processor's image
+    processor needs torchvision): the tokenizer, `Phi4MultimodalFeatureExtractor`, the chat
+    template.
+    """
+    import torch
+    import transformers
+
+    tokenizer = build_tokenizer(PHI4_TOKENS)
+    ids = tokenizer.convert_tokens_to_ids
+    text = qwen2_text_config(tokenizer)
+    config = transformers.Phi4MultimodalConfig(
+        **{k: v for k, v in text.items() if k != "eos_token_id"},
+        eos_token_id=ids("<|end|>"),
+        audio_config={
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_blocks": 1,
+            "num_attention_heads": 2,
+            "ext_pw_out_channel": 32,
+            "depthwise_separable_out_channel": 32,
+            "nemo_conv_channels": 32,
+            "audio_token_id": ids("<|audio|>"),
+        },
+        vision_config={
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "image_size": 28,
+            "patch_size": 14,
+            "image_token_id": ids("<|image|>"),
+        },
+    )
+    torch.manual_seed(seed)
+    model = transformers.Phi4MultimodalForCausalLM(config)
+    # The model re-reads the audio at any step whose new token is a placeholder, which a
+    # random model may pick; a trained one never does.
+    model.generation_config.suppress_tokens = [ids("<|audio|>"), ids("<|image|>")]
+    out = _save(out_dir, model, tokenizer, tokenizer, eos="<|end|>")
+    transformers.Phi4MultimodalFeatureExtractor().save_pretrained(out)
+    (out / "chat_template.jinja").write_text(PHI4_CHAT_TEMPLATE, encoding="utf-8")
+    return out
+
+
 FAMILIES: dict[str, Callable[[str | Path, int], Path]] = {
     "qwen2_audio": build_tiny_audio_lm,
     "qwen2_5_omni": build_tiny_omni_thinker,
     "audioflamingo3": build_tiny_audioflamingo3,
     "musicflamingo": build_tiny_musicflamingo,
     "qwen3_omni_moe": build_tiny_qwen3_omni,
+    "phi4_multimodal": build_tiny_phi4_multimodal,
 }
 # Families transformers ships that cannot be built offline here, and why.
 NOT_BUILT = {
     "granite_speech": "its feature extractor needs torchaudio (no release for the pinned torch)",
     "gemma3n": "its vision tower is a timm model (timm needs torchvision)",
-    "phi4_multimodal": "its processor's image processor needs torchvision",
     "voxtral": "its tokenizer is mistral-common's Tekken format (not installed)",
 }
