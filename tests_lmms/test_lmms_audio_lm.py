@@ -68,7 +68,9 @@ def test_max_new_tokens_becomes_max_gen_toks():
         lm_eval_gen_kwargs({"max_new_tokens": 8, "max_gen_toks": 4})
 
 
-@pytest.mark.parametrize("family", ["audioflamingo3", "qwen3_omni_moe", "phi4_multimodal"])
+@pytest.mark.parametrize(
+    "family", ["audioflamingo3", "qwen3_omni_moe", "phi4_multimodal", "voxtral"]
+)
 def test_other_transformers_families_run_under_lmms_eval_through_our_registration(
     family, tmp_path, released_dir, released_audio_root
 ):

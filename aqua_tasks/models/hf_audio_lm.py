@@ -4,7 +4,7 @@ Works with models whose processor takes `text=` plus `audio=` and expands one au
 per clip (Qwen2-Audio, Audio Flamingo 3, Music Flamingo and kin: the checkpoint's own processor
 and chat template, the model class its config declares), and with the Qwen Omni thinkers
 (2.5 and 3) and Phi-4-multimodal, whose inputs are built from the checkpoint's parts
-(processor_parts.py: their processors need torchvision); families that fit neither are
+(families/parts.py: their processors need torchvision); families that fit neither are
 refused before any weights load (docs/audio_lm.md has the table).
 Generation only, greedy, batched. Its model arguments are checked in hf_audio_lm_settings.py,
 loading is in hf_audio_lm_loading.py, batching in hf_audio_lm_batching.py and what a run
@@ -445,6 +445,8 @@ class AudioLM(ArgsThroughArgObj, LM):
 
         until, max_new = list(batch[0].until), batch[0].max_new
         inputs = self.encode(prompts, [job.audio for job in batch])
+        # Stopping early at a stop string saves time only; replies are cut below either way.
+        stops = until if getattr(self.processor, "stops_in_generate", True) else []
         with torch.inference_mode():
             output = self.model.generate(
                 **inputs,
@@ -452,8 +454,8 @@ class AudioLM(ArgsThroughArgObj, LM):
                 do_sample=False,
                 eos_token_id=self.eos_token_ids,
                 pad_token_id=self.pad_token_id,
-                stop_strings=until or None,
-                tokenizer=self.tokenizer if until else None,
+                stop_strings=stops or None,
+                tokenizer=self.tokenizer if stops else None,
             )
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
         texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)

@@ -2,7 +2,8 @@
 
 Qwen2-Audio, Audio Flamingo 3, Music Flamingo and kin load with transformers' Auto classes and
 the class the config declares; the Qwen Omni models (2.5 and 3) load their thinker alone, and
-they and Phi-4-multimodal take inputs built from the checkpoint's parts (processor_parts.py).
+they and Phi-4-multimodal take inputs built from the checkpoint's parts (families/parts.py);
+Voxtral's processor renders each conversation with its clips (families/voxtral.py).
 transformers is imported on first use: the settings can be checked without it.
 """
 
@@ -12,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from aqua_tasks.audio.checks import ClipLimits
+from aqua_tasks.models.families.omni import OmniThinkerInputs, is_omni, omni_family, thinker_config
+from aqua_tasks.models.families.phi4 import Phi4AudioInputs, is_phi4_multimodal
+from aqua_tasks.models.families.voxtral import VoxtralInputs, is_voxtral
 from aqua_tasks.models.hf_audio_lm_settings import AudioLMSettings
-from aqua_tasks.models.omni_inputs import OmniThinkerInputs, is_omni, omni_family, thinker_config
-from aqua_tasks.models.phi4_inputs import Phi4AudioInputs, is_phi4_multimodal
 
 # Whisper-style encoders (Qwen2-Audio) crash inside transformers on clips of 6 mel frames or
 # fewer (960 samples at 16 kHz); 7 frames (961 samples) run.
@@ -46,6 +48,8 @@ def load_processor(settings: AudioLMSettings, config: Any) -> Any:
             processor = Phi4AudioInputs.from_pretrained(pretrained, config, **load)
         else:
             processor = transformers.AutoProcessor.from_pretrained(pretrained, **load)
+            if is_voxtral(config):
+                processor = VoxtralInputs(processor)
     except ImportError as error:  # e.g. Granite Speech's feature extractor needs torchaudio
         first = " ".join(str(error).split())[:200]
         raise ValueError(

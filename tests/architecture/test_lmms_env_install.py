@@ -2,9 +2,9 @@
 
 `scripts/install-lmms-eval-env.sh` installs lmms-eval's dependencies by hand (it must use
 --no-deps for lmms-eval); this package's optional `plot` extra (matplotlib, for the charts of
-`aqua-report`) and `wandb` extra (`--wandb_args`, tests_lmms/test_lmms_loggers.py) must come
-with it, pinned in `constraints/lmms-eval.txt` like the rest and at the versions the main
-environment passed with.
+`aqua-report`), `wandb` extra (`--wandb_args`, tests_lmms/test_lmms_loggers.py) and `voxtral`
+extra (mistral-common, tests_lmms/test_lmms_audio_lm.py) must come with it, pinned in
+`constraints/lmms-eval.txt` like the rest and at the versions the main environment passed with.
 """
 
 from __future__ import annotations
@@ -35,16 +35,16 @@ def requirement_name(requirement: str) -> str:
     return re.sub(r"[-_.]+", "-", re.split(r"[\s;<>=!~\[]", requirement, maxsplit=1)[0]).lower()
 
 
-EXTRAS = {"plot": "matplotlib", "wandb": "wandb"}
+EXTRAS = {"plot": "matplotlib", "wandb": "wandb", "voxtral": "mistral-common"}
 
 
-def test_the_lmms_eval_environment_installs_the_plot_and_wandb_extras():
+def test_the_lmms_eval_environment_installs_the_optional_extras():
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     for extra, package in EXTRAS.items():
         named = {requirement_name(r) for r in extras["optional-dependencies"][extra]}
         assert package in named, extra
     script = SCRIPT.read_text()
-    assert '-e "$HERE[plot,wandb]"' in script
+    assert '-e "$HERE[plot,wandb,voxtral]"' in script
     assert "import matplotlib" in script and "import wandb" in script  # the final check
 
 

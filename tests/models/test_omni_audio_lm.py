@@ -14,9 +14,9 @@ from lm_eval.api.instance import Instance
 from support.tiny_audio_lm import build_tiny_omni_thinker
 
 from aqua_tasks.audio.clips import LazyAudio
+from aqua_tasks.models.families.omni import OmniThinkerInputs, audio_token_count
+from aqua_tasks.models.families.parts import expand_audio_slots
 from aqua_tasks.models.hf_audio_lm import AudioLM
-from aqua_tasks.models.omni_inputs import OmniThinkerInputs, audio_token_count
-from aqua_tasks.models.processor_parts import expand_audio_slots
 from aqua_tasks.task.definition import build_docs, doc_to_audio, doc_to_text
 
 pytestmark = pytest.mark.slow

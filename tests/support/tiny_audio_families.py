@@ -219,6 +219,98 @@ def build_tiny_phi4_multimodal(out_dir: str | Path, seed: int = 0) -> Path:
     return out
 
 
+# Tekken's control tokens up to the audio ones, at the ranks Voxtral's processor expects
+# (`[AUDIO]` is id 24 there); the rest of the special range is filled by mistral-common.
+TEKKEN_SPECIAL = (
+    *("<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]"),
+    *("[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]", "<pad>", "[IMG_BREAK]"),
+    *("[IMG_END]", "[PREFIX]", "[MIDDLE]", "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]"),
+    *("[TOOL_CONTENT]", "[ARGS]", "[CALL_ID]", "<SPECIAL_22>", "<SPECIAL_23>", "[AUDIO]"),
+    *("[BEGIN_AUDIO]", "[TRANSCRIBE]"),
+)
+TEKKEN_NUM_SPECIAL = 32
+
+
+def tekken_file(path: Path) -> Path:
+    """A byte-level Tekken tokenizer file (mistral-common's format) with Voxtral's audio
+    settings: 16 kHz, 12.5 audio tokens per second, clips padded to 30 s chunks."""
+    import base64
+    import json
+
+    vocab = [
+        {"rank": b, "token_bytes": base64.b64encode(bytes([b])).decode(), "token_str": None}
+        for b in range(256)
+    ]
+    tekken = {
+        "config": {
+            "pattern": r"[^\s]+|\s+",
+            "num_vocab_tokens": 256,
+            "default_vocab_size": 256 + TEKKEN_NUM_SPECIAL,
+            "default_num_special_tokens": TEKKEN_NUM_SPECIAL,
+            "version": "v7",
+        },
+        "vocab": vocab,
+        "special_tokens": [
+            {"rank": rank, "token_str": token, "is_control": True}
+            for rank, token in enumerate(TEKKEN_SPECIAL)
+        ],
+        "version": 1,
+        "type": "Tekken",
+        "audio": {
+            "sampling_rate": 16000,
+            "frame_rate": 12.5,
+            "chunk_length_s": 30.0,
+            "audio_encoding_config": {"num_mel_bins": 128, "hop_length": 160, "window_size": 400},
+        },
+    }
+    path.write_text(json.dumps(tekken), encoding="utf-8")
+    return path
+
+
+def build_tiny_voxtral(out_dir: str | Path, seed: int = 0) -> Path:
+    """Voxtral: a Whisper-style encoder over 30 s chunks, a Llama text model, mistral-common's
+    Tekken tokenizer (needs mistral-common installed)."""
+    import torch
+    import transformers
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = transformers.MistralCommonBackend(
+        tokenizer_path=str(tekken_file(out / "tekken.json"))
+    )
+    features = transformers.WhisperFeatureExtractor(feature_size=NUM_MEL_BINS, sampling_rate=16000)
+    processor = transformers.VoxtralProcessor(feature_extractor=features, tokenizer=tokenizer)
+    ids = tokenizer.convert_tokens_to_ids
+    config = transformers.VoxtralConfig(
+        # 1500 encoder frames per 30 s chunk, four to an embedding: 375 `[AUDIO]` tokens.
+        audio_config={
+            "hidden_size": 16,
+            "intermediate_size": 64,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "num_mel_bins": NUM_MEL_BINS,
+            "max_source_positions": 1500,
+        },
+        text_config={
+            "vocab_size": 256 + TEKKEN_NUM_SPECIAL,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 8,
+            "max_position_embeddings": 4096,
+            "bos_token_id": ids("<s>"),
+            "eos_token_id": ids("</s>"),
+            "pad_token_id": ids("<pad>"),
+        },
+        audio_token_id=ids("[AUDIO]"),
+    )
+    torch.manual_seed(seed)
+    model = transformers.VoxtralForConditionalGeneration(config)
+    return _save(out, model, processor, tokenizer, eos="</s>")
+
+
 FAMILIES: dict[str, Callable[[str | Path, int], Path]] = {
     "qwen2_audio": build_tiny_audio_lm,
     "qwen2_5_omni": build_tiny_omni_thinker,
@@ -226,10 +318,10 @@ FAMILIES: dict[str, Callable[[str | Path, int], Path]] = {
     "musicflamingo": build_tiny_musicflamingo,
     "qwen3_omni_moe": build_tiny_qwen3_omni,
     "phi4_multimodal": build_tiny_phi4_multimodal,
+    "voxtral": build_tiny_voxtral,
 }
 # Families transformers ships that cannot be built offline here, and why.
 NOT_BUILT = {
     "granite_speech": "its feature extractor needs torchaudio (no release for the pinned torch)",
     "gemma3n": "its vision tower is a timm model (timm needs torchvision)",
-    "voxtral": "its tokenizer is mistral-common's Tekken format (not installed)",
 }

@@ -1,6 +1,6 @@
 """Phi-4-multimodal inputs built from the checkpoint's parts.
 
-Its processor holds an image processor that imports torchvision (processor_parts.py says why
+Its processor holds an image processor that imports torchvision (families/parts.py says why
 that is avoided). For audio it does three things, done here the same way: the checkpoint's
 `Phi4MultimodalFeatureExtractor` gives each clip's log-mel features, their frame mask and the
 number of embeddings the audio encoder yields for it (`audio_embed_sizes`), and each
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aqua_tasks.models.processor_parts import (
+from aqua_tasks.models.families.parts import (
     PartsInputs,
     audio_token_of,
     expand_audio_slots,

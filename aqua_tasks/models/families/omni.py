@@ -1,6 +1,6 @@
 """Qwen Omni thinker inputs (Qwen2.5-Omni, Qwen3-Omni) built from the checkpoint's parts.
 
-Their processors need a video processor, hence torchvision (processor_parts.py says why
+Their processors need a video processor, hence torchvision (families/parts.py says why
 that is avoided); their inputs are a Whisper feature extractor's log-mel features and frame
 mask, and each clip's audio token repeated as many times as the thinker's audio encoder
 yields embeddings for that clip. The two generations differ in two places, each said by
@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aqua_tasks.models.processor_parts import (
+from aqua_tasks.models.families.parts import (
     PartsInputs,
     audio_token_of,
     expand_audio_slots,

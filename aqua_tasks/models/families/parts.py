@@ -5,7 +5,7 @@ importing torchvision, which audio-only runs do without (and which often fails t
 on CPU boxes). Their inputs are built from the checkpoint's parts instead: its feature
 extractor, tokenizer and chat template, each clip's audio token repeated as many times as
 the model's audio encoder yields embeddings for that clip. `PartsInputs` offers what
-`aqua-audiolm` asks of a processor; each family's module (omni_inputs.py, phi4_inputs.py)
+`aqua-audiolm` asks of a processor; each family's module (omni.py, phi4.py)
 says how many embeddings a clip yields and what the model takes.
 """
 
