@@ -18,6 +18,9 @@ from aqua_tasks.models.families.phi4 import Phi4AudioInputs, is_phi4_multimodal
 from aqua_tasks.models.families.voxtral import VoxtralInputs, is_voxtral
 from aqua_tasks.models.hf_audio_lm_settings import AudioLMSettings
 
+# Sub-models built by libraries transformers does not install: sub-config model type ->
+# the library (Gemma-3n's vision tower is a timm model, and timm needs torchvision).
+SUBMODEL_LIBRARIES = {"gemma3n_vision": "timm", "timm_wrapper": "timm"}
 # Whisper-style encoders (Qwen2-Audio) crash inside transformers on clips of 6 mel frames or
 # fewer (960 samples at 16 kHz); 7 frames (961 samples) run.
 MIN_MEL_FRAMES = 7
@@ -41,6 +44,7 @@ def load_processor(settings: AudioLMSettings, config: Any) -> Any:
 
     pretrained, load = settings.pretrained, settings.load_args
     family = getattr(config, "model_type", None) or "unknown"
+    check_submodel_libraries(pretrained, config)
     try:
         if config is not None and is_omni(config):
             processor = OmniThinkerInputs.from_pretrained(pretrained, config, **load)
@@ -68,6 +72,27 @@ def load_processor(settings: AudioLMSettings, config: Any) -> Any:
             "tokens plus the clips (families: docs/audio_lm.md)"
         )
     return processor
+
+
+def check_submodel_libraries(pretrained: str, config: Any) -> None:
+    """ValueError naming the family, the part and the library where a part of the model needs
+    a library that does not import (checked before any processor or weights load)."""
+    import importlib
+
+    for name in getattr(config, "sub_configs", None) or {}:
+        part = getattr(config, name, None)
+        library = SUBMODEL_LIBRARIES.get(getattr(part, "model_type", None))
+        if library is None:
+            continue
+        try:
+            importlib.import_module(library)
+        except Exception as error:  # a broken install fails in many ways
+            first = " ".join(str(error).split())[:200]
+            part_name = name.removesuffix("_config") + " part"
+            raise ValueError(
+                f"{pretrained}: {config.model_type} models cannot run here: its {part_name} is a "
+                f"{library} model and {library} does not import ({type(error).__name__}: {first})"
+            ) from None
 
 
 def load_model(settings: AudioLMSettings, config: Any, dtype: Any) -> Any:

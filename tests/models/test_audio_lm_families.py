@@ -247,3 +247,24 @@ def test_voxtral_replies_are_cut_at_stop_strings_after_decoding(
     assert limited and len(full) > 4
     stop = full[4]
     assert reply([stop]) == full[: full.index(stop)]
+
+
+def test_gemma3n_is_refused_before_loading_where_timm_does_not_import(tmp_path, monkeypatch):
+    import transformers
+
+    from aqua_tasks.models import hf_audio_lm
+
+    transformers.Gemma3nConfig().save_pretrained(tmp_path)
+
+    def never(*args, **kwargs):
+        raise AssertionError("the processor or weights were loaded")
+
+    monkeypatch.setitem(sys.modules, "timm", None)  # importing it fails, as without torchvision
+    monkeypatch.setattr(transformers.AutoProcessor, "from_pretrained", never)
+    monkeypatch.setattr(hf_audio_lm, "load_model", never)
+    with pytest.raises(ValueError) as refused:
+        AudioLM(pretrained=str(tmp_path), device="cpu")
+    assert str(refused.value) == (
+        f"{tmp_path}: gemma3n models cannot run here: its vision part is a timm model and "
+        "timm does not import (ModuleNotFoundError: import of timm halted; None in sys.modules)"
+    )

@@ -323,5 +323,5 @@ FAMILIES: dict[str, Callable[[str | Path, int], Path]] = {
 # Families transformers ships that cannot be built offline here, and why.
 NOT_BUILT = {
     "granite_speech": "its feature extractor needs torchaudio (no release for the pinned torch)",
-    "gemma3n": "its vision tower is a timm model (timm needs torchvision)",
+    "gemma3n": "its vision part is a timm model (timm needs torchvision: fails beside CPU torch)",
 }
