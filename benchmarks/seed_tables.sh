@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The two ORCA seed tables, one training run at a time, in the order that answers most first:
-# the recommended recipe (curriculum-synthetic.yaml) and the same recipe with the abstention
-# kinds (curriculum-synthetic-abstention.yaml), split seed 0 before split seed 1. Every step
+# the same recipe with the abstention kinds (curriculum-synthetic-abstention.yaml) once, for
+# the open-ended check, then the recommended recipe (curriculum-synthetic.yaml) and the rest,
+# split seed 0 before split seed 1. Every step
 # resumes where it stopped (benchmarks/orca_seed_table.py), so start it again at each sitting:
 #
 #   nohup nice -n 19 benchmarks/seed_tables.sh > runs/seed-tables.log 2>&1 &
@@ -23,7 +24,7 @@ table() {  # table RECIPE OUT RESULTS --seeds ... --split-seeds ...
 plain=(curriculum-synthetic.yaml runs/seed-table benchmarks/results/orca_seed_table.json)
 abstain=(curriculum-synthetic-abstention.yaml runs/seed-table-abstention
          benchmarks/results/orca_seed_table_abstention.json)
-table "${plain[@]}" --seeds 0 1 2 --split-seeds 0
 table "${abstain[@]}" --seeds 0 --split-seeds 0
+table "${plain[@]}" --seeds 0 1 2 --split-seeds 0
 table "${plain[@]}" --seeds 0 1 2 --split-seeds 1
 table "${abstain[@]}" --seeds 0 1 2 --split-seeds 0 1
