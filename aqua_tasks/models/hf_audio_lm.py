@@ -144,7 +144,7 @@ class AudioLM(ArgsThroughArgObj, LM):
         self.clip_limits = clip_limits(self.processor)
         self.sampling_rate = self.clip_limits.sampling_rate
 
-        loaded = load_model(settings, config, self.dtype)
+        loaded, adapter = load_model(settings, config, self.dtype)
         # Omni models generate text with their "thinker" sub-model.
         model = getattr(loaded, "thinker", loaded)
         if self.device_map is None:
@@ -159,6 +159,7 @@ class AudioLM(ArgsThroughArgObj, LM):
         self.run_info: dict[str, Any] = {
             "model_revision": self.revision,
             "model_class": type(self.model).__name__,
+            "adapter": adapter,
             "devices": model_devices(self.model, self._device),
             "dtype": str(self.dtype).removeprefix("torch."),
             "batch_size": self.batch_size,

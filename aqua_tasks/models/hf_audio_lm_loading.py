@@ -9,15 +9,21 @@ transformers is imported on first use: the settings can be checked without it.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from aqua_tasks.audio.checks import ClipLimits
 from aqua_tasks.models.families.omni import OmniThinkerInputs, is_omni, omni_family, thinker_config
-from aqua_tasks.models.families.phi4 import Phi4AudioInputs, is_phi4_multimodal
+from aqua_tasks.models.families.phi4 import (
+    Phi4AudioInputs,
+    is_phi4_multimodal,
+    load_speech_adapter,
+)
 from aqua_tasks.models.families.voxtral import VoxtralInputs, is_voxtral
 from aqua_tasks.models.hf_audio_lm_settings import AudioLMSettings
 
+logger = logging.getLogger(__name__)
 # Sub-models built by libraries transformers does not install: sub-config model type ->
 # the library (Gemma-3n's vision tower is a timm model, and timm needs torchvision).
 SUBMODEL_LIBRARIES = {"gemma3n_vision": "timm", "timm_wrapper": "timm"}
@@ -95,8 +101,9 @@ def check_submodel_libraries(pretrained: str, config: Any) -> None:
             ) from None
 
 
-def load_model(settings: AudioLMSettings, config: Any, dtype: Any) -> Any:
-    """The checkpoint's model as loaded (Omni: the thinker alone), on CPU or its device map."""
+def load_model(settings: AudioLMSettings, config: Any, dtype: Any) -> tuple[Any, str | None]:
+    """The checkpoint's model as loaded (Omni: the thinker alone), on CPU or its device map,
+    and the adapter it runs with (Phi-4-multimodal's speech LoRA folder; else None)."""
     import transformers
 
     if config is None:  # unreadable before: read again to raise the loader's own error
@@ -115,9 +122,20 @@ def load_model(settings: AudioLMSettings, config: Any, dtype: Any) -> Any:
         extra["enable_audio_output"] = False  # other Omni models: text needs no talker
     if settings.device_map is not None:
         extra.update(device_map=settings.device_map, max_memory=settings.max_memory)
-    return model_cls.from_pretrained(
+    model = model_cls.from_pretrained(
         settings.pretrained, dtype=dtype, **settings.load_args, **extra
     )
+    adapter = None
+    if is_phi4_multimodal(config):
+        model, adapter = load_speech_adapter(model, settings.pretrained, settings.revision)
+        if adapter is None:
+            logger.warning(
+                "aqua-audiolm: %s has no %s/ adapter: running its weights as they are "
+                "(right for a checkpoint whose speech LoRA is merged, not for the published one)",
+                settings.pretrained,
+                "speech-lora",
+            )
+    return model, adapter
 
 
 def model_class(pretrained: str, config: Any) -> type:

@@ -268,3 +268,39 @@ def test_gemma3n_is_refused_before_loading_where_timm_does_not_import(tmp_path, 
         f"{tmp_path}: gemma3n models cannot run here: its vision part is a timm model and "
         "timm does not import (ModuleNotFoundError: import of timm halted; None in sys.modules)"
     )
+
+
+def test_phi4_runs_with_its_speech_lora_and_says_so_without_it(
+    tmp_path, released_dir, released_audio_root, caplog
+):
+    import shutil
+
+    folder = FAMILIES["phi4_multimodal"](tmp_path / "phi4", 0)
+    docs = build_docs(
+        "animal", data_dir=str(released_dir), settings={"audio_root": str(released_audio_root)}
+    )
+    requests = [
+        Instance(
+            "generate_until",
+            docs[n],
+            (
+                doc_to_text(docs[n]),
+                {"until": [], "max_gen_toks": 6},
+                {"audio": doc_to_audio(docs[n])},
+            ),
+            0,
+            ("aqua_animal", n, 1),
+        )
+        for n in range(2)
+    ]
+    with_lora = AudioLM(pretrained=str(folder), device="cpu", dtype="float32", reply_cache="off")
+    assert with_lora.run_info["adapter"] == "speech-lora"
+    assert type(with_lora.model).__name__ == "Phi4MultimodalForCausalLM"  # merged
+    replies = with_lora.generate_until(requests, disable_tqdm=True)
+
+    shutil.rmtree(folder / "speech-lora")
+    with caplog.at_level("WARNING"):
+        bare = AudioLM(pretrained=str(folder), device="cpu", dtype="float32", reply_cache="off")
+    assert bare.run_info["adapter"] is None
+    assert "has no speech-lora/ adapter: running its weights as they are" in caplog.text
+    assert bare.generate_until(requests, disable_tqdm=True) != replies  # the LoRA matters

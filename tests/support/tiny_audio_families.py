@@ -177,8 +177,9 @@ def build_tiny_phi4_multimodal(out_dir: str | Path, seed: int = 0) -> Path:
 
     Saved with the parts `aqua-audiolm` builds its inputs from (its processor's image
     processor needs torchvision): the tokenizer, `Phi4MultimodalFeatureExtractor`, the chat
-    template.
+    template; and its speech LoRA in `speech-lora/`.
     """
+    import peft
     import torch
     import transformers
 
@@ -216,6 +217,11 @@ def build_tiny_phi4_multimodal(out_dir: str | Path, seed: int = 0) -> Path:
     out = _save(out_dir, model, tokenizer, tokenizer, eos="<|end|>")
     transformers.Phi4MultimodalFeatureExtractor().save_pretrained(out)
     (out / "chat_template.jinja").write_text(PHI4_CHAT_TEMPLATE, encoding="utf-8")
+    # The speech LoRA in its own folder, as published (random, so that it changes replies).
+    lora = peft.LoraConfig(
+        r=4, target_modules=r".*layers\.\d+\.self_attn\.(qkv_proj|o_proj)", init_lora_weights=False
+    )
+    peft.get_peft_model(model, lora).save_pretrained(out / "speech-lora")
     return out
 
 

@@ -5,6 +5,11 @@ that is avoided). For audio it does three things, done here the same way: the ch
 `Phi4MultimodalFeatureExtractor` gives each clip's log-mel features, their frame mask and the
 number of embeddings the audio encoder yields for it (`audio_embed_sizes`), and each
 `<|audio|>` of the prompt is repeated that many times before tokenising.
+
+Its weights in transformers' format are the base model: what it learnt for speech is a LoRA
+adapter in the checkpoint's `speech-lora/` folder, which transformers' Phi-4 page loads and
+activates for audio input; `load_speech_adapter` merges it into the weights (peft directly:
+transformers' own adapter loading asks for a newer peft than the pinned one).
 """
 
 from __future__ import annotations
@@ -20,11 +25,35 @@ from aqua_tasks.models.families.parts import (
 )
 
 MODEL_TYPE = "phi4_multimodal"
+SPEECH_ADAPTER = "speech-lora"  # the checkpoint's folder holding the LoRA for audio input
 
 
 def is_phi4_multimodal(config: Any) -> bool:
     """Whether a checkpoint's config is Phi-4-multimodal's."""
     return getattr(config, "model_type", None) == MODEL_TYPE
+
+
+def load_speech_adapter(
+    model: Any, pretrained: str, revision: str | None
+) -> tuple[Any, str | None]:
+    """The model with the checkpoint's speech LoRA merged, and its folder; the model as it is
+    and None where the checkpoint has none."""
+    from peft import PeftModel
+    from transformers.utils.hub import cached_file
+
+    config = cached_file(
+        pretrained,
+        f"{SPEECH_ADAPTER}/adapter_config.json",
+        revision=revision,
+        _raise_exceptions_for_missing_entries=False,
+        _raise_exceptions_for_connection_errors=False,
+    )
+    if config is None:
+        return model, None
+    with_lora = PeftModel.from_pretrained(
+        model, pretrained, subfolder=SPEECH_ADAPTER, revision=revision, adapter_name="speech"
+    )
+    return with_lora.merge_and_unload(), SPEECH_ADAPTER
 
 
 class Phi4AudioInputs(PartsInputs):
