@@ -207,9 +207,14 @@ def test_voxtral_prompts_are_conversations_rendered_with_their_clips(voxtral_dir
     user = {"role": "user", "content": [{"type": "audio"}, {"type": "text", "text": "Which?"}]}
     prompt = inputs.apply_chat_template([user])
     assert json.loads(prompt) == [{"role": "user", "content": "[AUDIO]Which?"}]
-    # mistral-common's rule before tokenizer v13, said when the prompt is made.
-    with pytest.raises(ValueError, match=r"\(mistral-common v7\) takes no system prompt"):
-        inputs.apply_chat_template([{"role": "system", "content": "Answer briefly."}, user])
+    # mistral-common's own rules, said when the prompt is made, before any generation: no
+    # system prompt beside audio for this tokenizer version, the last turn a user's.
+    refused = "Voxtral's tokenizer \\(mistral-common\\) refuses the conversation: "
+    system = {"role": "system", "content": "Answer briefly."}
+    with pytest.raises(ValueError, match=refused + "Found system messages at indexes"):
+        inputs.apply_chat_template([system, user])
+    with pytest.raises(ValueError, match=refused):
+        inputs.apply_chat_template([user, {"role": "assistant", "content": "The"}])
     wave = np.sin(np.linspace(0, 900, 24000)).astype(np.float32)
     encoded = inputs([prompt], [wave], sampling_rate=16000)
     # mistral-common writes each clip's tokens: 12.5 per second of its 30 s chunk.

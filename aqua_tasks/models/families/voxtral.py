@@ -21,6 +21,9 @@ import numpy as np
 MODEL_TYPE = "voxtral"
 # The model card's limit for audio understanding (its 32k-token context).
 MAX_AUDIO_SECONDS = 40 * 60
+# The clip a prompt is checked with (0.1 s of silence at 16 kHz).
+CHECK_CLIP_RATE = 16000
+CHECK_CLIP_SAMPLES = 1600
 # What lm-eval records as the chat template: the format lives in mistral-common.
 CHAT_FORMAT = "mistral-common instruct format (the checkpoint's tekken.json)"
 
@@ -28,11 +31,6 @@ CHAT_FORMAT = "mistral-common instruct format (the checkpoint's tekken.json)"
 def is_voxtral(config: Any) -> bool:
     """Whether a checkpoint's config is Voxtral's."""
     return getattr(config, "model_type", None) == MODEL_TYPE
-
-
-def tokenizer_version(tokenizer: Any) -> int:
-    """The number of a Voxtral tokenizer's mistral-common version (7 for `v7`)."""
-    return int(tokenizer.tokenizer.instruct_tokenizer.tokenizer.version.value.lstrip("v"))
 
 
 def wav_base64(wave: np.ndarray, sampling_rate: int) -> str:
@@ -65,19 +63,7 @@ class VoxtralInputs:
         self, conversation: list[dict[str, Any]], add_generation_prompt: bool = True, **_: Any
     ) -> str:
         """The conversation as JSON, each message's text with `[AUDIO]` where a clip goes;
-        ValueError for a system prompt beside audio where the tokenizer refuses one."""
-        has_audio = any(
-            not isinstance(m["content"], str) and any(p["type"] == "audio" for p in m["content"])
-            for m in conversation
-        )
-        version = tokenizer_version(self.tokenizer)
-        # mistral-common's own rule, said before any generation instead of at each one.
-        if has_audio and version < 13 and any(m["role"] == "system" for m in conversation):
-            raise ValueError(
-                f"Voxtral's tokenizer (mistral-common v{version}) takes no system prompt beside "
-                "audio (allowed from v13): drop the system_prompt model argument or "
-                "--system_instruction"
-            )
+        ValueError where Voxtral's tokenizer refuses the conversation."""
         messages = []
         for message in conversation:
             content = message["content"]
@@ -87,7 +73,23 @@ class VoxtralInputs:
                     for part in content
                 )
             messages.append({"role": message["role"], "content": content})
-        return json.dumps(messages, ensure_ascii=False)
+        prompt = json.dumps(messages, ensure_ascii=False)
+        self.check(prompt)
+        return prompt
+
+    def check(self, prompt: str) -> None:
+        """Render `prompt` with a short silent clip per slot: mistral-common's own rules (a
+        system prompt beside audio before tokenizer v11, the last turn a user's, …) refuse a
+        conversation here, before any generation, rather than at each item."""
+        silent = wav_base64(np.zeros(CHECK_CLIP_SAMPLES, dtype=np.float32), CHECK_CLIP_RATE)
+        clips = [silent] * prompt.count(self.audio_token)
+        try:
+            self.tokenizer.apply_chat_template(self.conversation(prompt, clips), tokenize=True)
+        except Exception as error:  # mistral-common's own exceptions and pydantic's
+            first = " ".join(str(error).split())[:300]
+            raise ValueError(
+                f"Voxtral's tokenizer (mistral-common) refuses the conversation: {first}"
+            ) from None
 
     def conversation(self, prompt: str, clips: list[str]) -> list[dict[str, Any]]:
         """A prompt of `apply_chat_template` with its clips (base64 WAV, taken from the front
