@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from aqua_tasks.audio.checks import ClipLimits
+from aqua_tasks.models.audio_prompts import AUDIO_PLACEHOLDER, render_chat
 from aqua_tasks.models.families.omni import OmniThinkerInputs, is_omni, omni_family, thinker_config
 from aqua_tasks.models.families.phi4 import (
     Phi4AudioInputs,
@@ -76,6 +77,17 @@ def load_processor(settings: AudioLMSettings, config: Any) -> Any:
             f"{pretrained}: {family}: its processor ({type(processor).__name__}) defines no "
             "audio token to expand; aqua-audiolm runs processors that take text with audio "
             "tokens plus the clips (families: docs/audio_lm.md)"
+        )
+    # A template that drops audio parts (or writes another marker) would make every prompt
+    # fail later with a misleading count; say it here, naming the template and the token.
+    rendered = render_chat(
+        processor, [{"role": "user", "content": f"{AUDIO_PLACEHOLDER}x"}], None, True
+    )
+    if rendered.count(processor.audio_token) != 1:
+        raise ValueError(
+            f"{pretrained}: {family}: its chat template renders one audio part with "
+            f"{rendered.count(processor.audio_token)} {processor.audio_token!r} tokens, not 1 "
+            f"(rendered: {rendered[:200]!r}); aqua-audiolm puts one audio token per clip"
         )
     return processor
 

@@ -309,3 +309,22 @@ def test_phi4_runs_with_its_speech_lora_and_says_so_without_it(
     assert bare.run_info["adapter"] is None
     assert "has no speech-lora/ adapter: running its weights as they are" in caplog.text
     assert bare.generate_until(requests, disable_tqdm=True) != replies  # the LoRA matters
+
+
+def test_a_chat_template_that_drops_audio_parts_is_refused_before_loading(tmp_path, monkeypatch):
+    from aqua_tasks.models import hf_audio_lm
+
+    folder = FAMILIES["qwen2_audio"](tmp_path / "qwen2-audio", 0)
+    text_only = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% if m['content'] is string %}"
+        "{{ m['content'] }}{% else %}{% for p in m['content'] %}{% if p['type'] == 'text' %}"
+        "{{ p['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    )
+    (folder / "chat_template.jinja").write_text(text_only, encoding="utf-8")
+
+    def never(*args, **kwargs):
+        raise AssertionError("weights were loaded")
+
+    monkeypatch.setattr(hf_audio_lm, "load_model", never)
+    with pytest.raises(ValueError, match=r"its chat template renders one audio part with 0 "):
+        AudioLM(pretrained=str(folder), device="cpu")
