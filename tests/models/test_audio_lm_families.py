@@ -52,6 +52,29 @@ def animal_ids(released_dir) -> list[int]:
     return sorted({*real, *range(6)})[:8]
 
 
+def animal_requests(
+    released_dir, audio_root, ids, max_gen_toks: int = 6, until: tuple[str, ...] = ()
+) -> list[Instance]:
+    """lm-eval's generation requests for AQUA Animal items `ids`, with their real clips."""
+    docs = build_docs(
+        "animal", data_dir=str(released_dir), settings={"audio_root": str(audio_root)}
+    )
+    return [
+        Instance(
+            "generate_until",
+            docs[n],
+            (
+                doc_to_text(docs[n]),
+                {"until": list(until), "max_gen_toks": max_gen_toks},
+                {"audio": doc_to_audio(docs[n])},
+            ),
+            0,
+            ("aqua_animal", n, 1),
+        )
+        for n in ids
+    ]
+
+
 def test_every_family_of_the_table_is_built_or_named_with_a_reason():
     assert set(MODEL_CLASSES) | COVERED_ELSEWHERE == set(FAMILIES)
     assert set(NOT_BUILT) == {"granite_speech", "gemma3n"}
@@ -66,23 +89,7 @@ def test_batched_replies_equal_one_at_a_time(
     family_dir, released_dir, released_audio_root, animal_ids
 ):
     family, folder = family_dir
-    docs = build_docs(
-        "animal", data_dir=str(released_dir), settings={"audio_root": str(released_audio_root)}
-    )
-    requests = [
-        Instance(
-            "generate_until",
-            docs[n],
-            (
-                doc_to_text(docs[n]),
-                {"until": [], "max_gen_toks": 6},
-                {"audio": doc_to_audio(docs[n])},
-            ),
-            0,
-            ("aqua_animal", n, 1),
-        )
-        for n in animal_ids
-    ]
+    requests = animal_requests(released_dir, released_audio_root, animal_ids)
     lm = AudioLM(pretrained=str(folder), device="cpu", dtype="float32", reply_cache="off")
     assert type(lm.model).__name__ == MODEL_CLASSES[family]
     lm.batch_size = 4
@@ -231,21 +238,9 @@ def test_voxtral_replies_are_cut_at_stop_strings_after_decoding(
 ):
     from aqua_tasks.core.generation_limit import split_token_limit
 
-    docs = build_docs(
-        "animal", data_dir=str(released_dir), settings={"audio_root": str(released_audio_root)}
-    )
-
-    doc_audio = {"audio": doc_to_audio(docs[0])}
-
     def reply(until: list[str]) -> str:
-        request = Instance(
-            "generate_until",
-            docs[0],
-            (doc_to_text(docs[0]), {"until": until, "max_gen_toks": 12}, doc_audio),
-            0,
-            ("aqua_animal", 0, 1),
-        )
-        return lm.generate_until([request], disable_tqdm=True)[0]
+        requests = animal_requests(released_dir, released_audio_root, [0], 12, tuple(until))
+        return lm.generate_until(requests, disable_tqdm=True)[0]
 
     lm = AudioLM(pretrained=str(voxtral_dir), device="cpu", dtype="float32", reply_cache="off")
     full, limited = split_token_limit(reply([]))
@@ -281,23 +276,7 @@ def test_phi4_runs_with_its_speech_lora_and_says_so_without_it(
     import shutil
 
     folder = FAMILIES["phi4_multimodal"](tmp_path / "phi4", 0)
-    docs = build_docs(
-        "animal", data_dir=str(released_dir), settings={"audio_root": str(released_audio_root)}
-    )
-    requests = [
-        Instance(
-            "generate_until",
-            docs[n],
-            (
-                doc_to_text(docs[n]),
-                {"until": [], "max_gen_toks": 6},
-                {"audio": doc_to_audio(docs[n])},
-            ),
-            0,
-            ("aqua_animal", n, 1),
-        )
-        for n in range(2)
-    ]
+    requests = animal_requests(released_dir, released_audio_root, range(2))
     with_lora = AudioLM(pretrained=str(folder), device="cpu", dtype="float32", reply_cache="off")
     assert with_lora.run_info["adapter"] == "speech-lora"
     assert type(with_lora.model).__name__ == "Phi4MultimodalForCausalLM"  # merged
