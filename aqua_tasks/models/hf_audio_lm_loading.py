@@ -17,6 +17,7 @@ from aqua_tasks.audio.checks import ClipLimits
 from aqua_tasks.models.audio_prompts import AUDIO_PLACEHOLDER, render_chat
 from aqua_tasks.models.families.omni import OmniThinkerInputs, is_omni, omni_family, thinker_config
 from aqua_tasks.models.families.phi4 import (
+    SPEECH_ADAPTER,
     Phi4AudioInputs,
     is_phi4_multimodal,
     load_speech_adapter,
@@ -145,7 +146,7 @@ def load_model(settings: AudioLMSettings, config: Any, dtype: Any) -> tuple[Any,
                 "aqua-audiolm: %s has no %s/ adapter: running its weights as they are "
                 "(right for a checkpoint whose speech LoRA is merged, not for the published one)",
                 settings.pretrained,
-                "speech-lora",
+                SPEECH_ADAPTER,
             )
     return model, adapter
 
