@@ -26,6 +26,7 @@ from aqua_tasks.reports.judge_abstention import (
     check_markdown,
     human_abstentions,
     pair_shares,
+    wording_shares,
 )
 from aqua_tasks.task.open_ended import build_open_docs
 from eval_common.cli import add_json_flag, add_seed_flag, command, fail, number_problem
@@ -98,7 +99,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         human_units = [p.expected_unit for p in judge.score(rated, batch_size=args.batch_size)]
         human = human_abstentions(rated, human_units, rule)
     check = AbstentionCheck(
-        str(args.checkpoint), rule.describe(), pair_shares(items, units, rule), human
+        str(args.checkpoint),
+        rule.describe(),
+        pair_shares(items, units, rule),
+        human,
+        wording_shares(items, units, rule),
     )
     fit = check.worst_error <= args.tolerance
     if args.json:

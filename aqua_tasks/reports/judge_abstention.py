@@ -51,6 +51,17 @@ class PairShare:
 
 
 @dataclass(frozen=True)
+class WordingShare:
+    """How often the judge called one hand-written abstention right, per reference kind."""
+
+    wording: str
+    n_abstention: int  # against the abstention reference: a fit judge says right
+    right_abstention: float
+    n_class: int  # against a class reference: a fit judge says wrong
+    right_class: float
+
+
+@dataclass(frozen=True)
 class HumanAbstentions:
     """Human-rated candidates the rules read as abstaining: the judge's view beside the humans'."""
 
@@ -68,6 +79,9 @@ class AbstentionCheck:
     rule: str
     pairs: tuple[PairShare, ...]
     human: HumanAbstentions | None
+    # Per wording, because a judge can learn words instead of reading the reference: one that
+    # rates "I don't know." 1 whatever the reference says fails on that wording alone.
+    wordings: tuple[WordingShare, ...] = ()
 
     @property
     def worst_error(self) -> float:
@@ -140,6 +154,27 @@ def pair_shares(
     return tuple(shares)
 
 
+def wording_shares(
+    items: Sequence[Mapping[str, Any]], units: Sequence[float], rule: JudgeRule
+) -> tuple[WordingShare, ...]:
+    """Each hand-written abstention's share judged right against either kind of reference."""
+    verdicts: dict[tuple[str, str], list[bool]] = {}
+    for item, unit in zip(items, units, strict=True):
+        reference_kind, candidate_kind = item["pair"]
+        if candidate_kind == "an abstention":
+            verdicts.setdefault((item["candidate"], reference_kind), []).append(rule.correct(unit))
+
+    def share(wording: str, reference_kind: str) -> tuple[int, float]:
+        got = verdicts.get((wording, reference_kind), [])
+        return len(got), (sum(got) / len(got) if got else float("nan"))
+
+    return tuple(
+        WordingShare(wording, *share(wording, "abstention"), *share(wording, "class"))
+        for wording in HAND_ABSTENTIONS
+        if (wording, "abstention") in verdicts or (wording, "class") in verdicts
+    )
+
+
 def abstaining_human_items(items: Sequence[Any]) -> list[Any]:
     """The human-rated items (`orca_judge.data.OrcaItem`) whose candidate abstains, by rule."""
     return [it for it in items if it.ratings and reply_stance(it.candidate) == ABSTAINS]
@@ -179,6 +214,21 @@ def check_markdown(check: AbstentionCheck) -> str:
             f"Human-rated candidates the rules read as abstaining: {h.n}; humans call "
             f"{h.human_right:.1%} of them right, the judge {h.judge_right:.1%} "
             f"(agreement {h.agreement:.1%}).",
+        ]
+    if check.wordings:
+        lines += [
+            "",
+            "| abstention | judged right against an abstention (n) | against a class (n) |",
+            "|---|---|---|",
+        ]
+
+        def cell(share: float, n: int) -> str:
+            return f"{share:.1%} ({n})" if n else "—"
+
+        lines += [
+            f"| {w.wording} | {cell(w.right_abstention, w.n_abstention)} "
+            f"| {cell(w.right_class, w.n_class)} |"
+            for w in check.wordings
         ]
     lines += ["", check.verdict()]
     return "\n".join(lines)

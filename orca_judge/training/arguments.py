@@ -18,6 +18,7 @@ from orca_judge.processes import RECORD_FIELDS
 
 # bfloat16 only: float16 autocast needs a gradient scaler to train without underflow.
 AUTOCAST_DTYPES = ("off", "bfloat16")
+SELECTIONS = ("best", "last")
 
 
 @dataclass
@@ -46,6 +47,13 @@ class TrainingArguments(Knobs):
     eval_every: int = knob(50, "Evaluate on dev every this many optimiser steps.", minimum=1)
     patience: int = knob(
         5, "Stop after this many evaluations without a better dev Spearman rho.", minimum=0
+    )
+    select: str = knob(
+        "best",
+        "Which evaluated checkpoint the run writes: best (the highest dev Spearman rho) or "
+        "last (the final evaluation's), for a short stage that teaches what the dev ratings "
+        "do not measure, such as abstentions, where the best dev rho is the stage's start.",
+        choices=SELECTIONS,
     )
     seed: int = knob(0, "Seed for initialisation and data order.", minimum=0)
     gradient_checkpointing: bool = knob(

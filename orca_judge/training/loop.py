@@ -86,10 +86,15 @@ class TrainState:
         means: list[float],
         variances: list[float | None],
         patience: int,
+        select: str = "best",
     ) -> bool:
-        """Count a dev evaluation at the current step against patience; True if the best yet."""
+        """Count a dev evaluation at the current step against patience; True if the one to keep.
+
+        `select="last"` keeps every evaluation with a defined rho, so the last one is written.
+        """
         rho = metrics["rho"]
-        best = math.isfinite(rho) and rho > self.best_rho  # an undefined rho is never the best
+        # An undefined rho is never kept: the judge predicted one mean for every dev item.
+        best = math.isfinite(rho) and (rho > self.best_rho or select == "last")
         if best:
             self.best_rho, self.best_step, self.bad_evals = rho, self.step, 0
             self.best_dev = {"metrics": metrics, "means": means, "variances": variances}
@@ -340,7 +345,7 @@ def train(
             )
         model.train()
         record["dev"] = metrics
-        best = state.count_evaluation(metrics, means, variances, training.patience)
+        best = state.count_evaluation(metrics, means, variances, training.patience, training.select)
         record["best_dev_rho"] = state.best_rho
         bar.set_postfix(
             loss=f"{record.get('loss', math.nan):.3f}",

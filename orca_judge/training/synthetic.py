@@ -10,14 +10,17 @@ LLM, some answers have a quality that follows from the item itself:
 - `partial`: the first half of a reference of four or more words → rated 2, 3, 3, 4 (such an
   answer may be enough or may miss the point; the spread says the rule is uncertain);
 - `abstention` (opt-in): the question as one the audio cannot answer — an abstention as the
-  reference, another abstention in other words as the candidate → rated 5;
+  reference, another abstention in other words as the candidate (the abstaining non-answers
+  among them) → rated 5;
 - `answer-to-abstention` (opt-in): the same abstention reference, the source's own answer as
   the candidate → rated 1.
 
 The two abstention kinds teach a judge that "it cannot be told from the audio" can itself be
 the right answer (AQUA's open IAQD items have such references); together with `non-answer`
 (an abstention against a real reference → 1) they cover all four pairings of answers and
-abstentions. Their wordings are this module's own, never an evaluation item's.
+abstentions; a non-answer that abstains is rated 1 against a real reference and 5 against an
+abstention, so only the reference tells them apart. Their wordings are this module's own,
+never an evaluation item's.
 
 One source item per question (normalised as in the held-out split) provides question,
 reference, rationale and transcript, so a stage built from the training file never adds a
@@ -53,11 +56,12 @@ FRAMES = (
     "Based on the audio, {}.",
     "It is {}.",
 )
+REFUSAL = "Sorry, I am not able to answer that."
 NON_ANSWERS = (
     "I don't know.",
     "I cannot tell from the audio.",
     "The audio does not contain enough information to answer this question.",
-    "Sorry, I am not able to answer that.",
+    REFUSAL,
     "There is no way to know.",
 )
 PARTIAL_MIN_WORDS = 4
@@ -74,6 +78,16 @@ ABSTAINING_CANDIDATES = (
     "There is no way to know that from this audio.",
     "It is not possible to determine this from what is heard.",
     "Unanswerable: the audio gives no clue about it.",
+    # Terse ones: models often abstain in two words, and a judge that saw only sentences
+    # rated a bare "Unknown." 1 against an abstention reference.
+    "Not sure.",
+    "Can't say.",
+    "No idea.",
+    # The non-answers that abstain, too: rated 1 against a real reference (`non-answer`) and 5
+    # against an abstention reference, the same words teach the judge to read the reference.
+    # With disjoint wordings it learned the wording instead and rated a terse "I don't know."
+    # or "Unknown." 1 whatever the reference said (docs/open_ended.md).
+    *(answer for answer in NON_ANSWERS if answer != REFUSAL),
 )
 ABSTENTION_RATIONALE = (
     "The question asks for something the audio does not contain, so the right answer says "

@@ -135,7 +135,7 @@ def test_the_configs_read_data_orca_human_in_the_repository_and_name_the_command
     assert "shared/data" not in path.read_text()
 
 
-def test_the_abstention_config_plans_its_synthetic_stage_with_the_abstention_kinds(tmp_path):
+def test_the_abstention_config_plans_the_abstention_kinds_before_and_after_the_humans(tmp_path):
     from orca_judge.training.plan import plan_stages
     from orca_judge.training.synthetic import ABSTENTION_KINDS, DEFAULT_KINDS
 
@@ -144,7 +144,10 @@ def test_the_abstention_config_plans_its_synthetic_stage_with_the_abstention_kin
     config = REPO / "configs" / "orca" / "curriculum-synthetic-abstention.yaml"
     plain = REPO / "configs" / "orca" / "curriculum-synthetic.yaml"
     stages = plan_stages(config, data_dir=tmp_path, overrides={"backbone": "b"})
-    assert [s.synthesize for s in stages] == [DEFAULT_KINDS + ABSTENTION_KINDS, ()]
-    # Otherwise the recommended recipe: the same settings, stage by stage.
+    last = ("reference", "other-reference", "non-answer", *ABSTENTION_KINDS)
+    assert [s.synthesize for s in stages] == [DEFAULT_KINDS + ABSTENTION_KINDS, (), last]
+    # The recommended recipe's two stages, then a short one that keeps its last step.
     same = plan_stages(plain, data_dir=tmp_path, overrides={"backbone": "b"})
-    assert [s.settings for s in stages] == [s.settings for s in same]
+    assert [s.settings for s in stages[:2]] == [s.settings for s in same]
+    assert stages[2].settings["select"] == "last"
+    assert stages[2].settings["max_steps"] == 40 and stages[2].settings["lr"] < 1e-4

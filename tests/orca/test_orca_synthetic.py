@@ -202,3 +202,30 @@ def test_a_stage_names_its_kinds_and_records_them(tmp_path):
         synthetic_kinds(["refusal"], "s0")
     with pytest.raises(ValueError, match=r"^s0: expected true, false or a list of kinds"):
         synthetic_kinds([], "s0")
+
+
+def test_a_non_answer_is_wrong_against_a_reference_and_right_against_an_abstention():
+    # One wording, two ratings: only the reference tells them apart, so the judge must read it
+    # (with disjoint wordings it learned that "I don't know." is always wrong).
+    from orca_judge.data import OrcaItem
+    from orca_judge.training.synthetic import NON_ANSWERS, REFUSAL
+
+    sources = [
+        OrcaItem(
+            id=f"q{i}",
+            question=f"Which sound is heard in clip {i}?",
+            reference=f"sound number {i}",
+            rationale="",
+            transcript="",
+            candidate="",
+            ratings=(3,),
+        )
+        for i in range(300)
+    ]
+    built, _ = build_synthetic_items(sources, kinds=("non-answer", "abstention"))
+    rated = {(it.candidate, it.id.split("#")[1], it.ratings) for it in built}
+    for wording in NON_ANSWERS:
+        assert (wording, "non-answer", (1, 1, 1)) in rated
+        as_abstention = (wording, "abstention", (5, 5, 5)) in rated
+        # A refusal does not say the audio lacks the answer: never an abstention.
+        assert as_abstention is (wording != REFUSAL), wording

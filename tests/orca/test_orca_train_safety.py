@@ -138,6 +138,31 @@ def test_an_undefined_dev_rho_is_never_kept_as_the_best(tmp_path, monkeypatch):
     assert not (tmp_path / "j").exists()
 
 
+@pytest.mark.parametrize(
+    ("select", "kept", "written_step"),
+    [("best", [True, False, False, False], 0), ("last", [True, True, False, True], 3)],
+)
+def test_select_keeps_the_best_or_the_last_evaluation_never_an_undefined_one(
+    select, kept, written_step
+):
+    from orca_judge.training.loop import TrainState
+
+    state = TrainState()
+    verdicts = []
+    for step, rho in enumerate([0.5, 0.3, math.nan, 0.4]):
+        state.step = step
+        verdicts.append(state.count_evaluation({"rho": rho}, [], [], 0, select))
+    assert verdicts == kept and state.best_step == written_step
+
+
+def test_a_last_selection_writes_the_final_step(tmp_path):
+    training = tiny_training(max_steps=4, eval_every=2, select="last")
+    result = train(tiny_config(), TRAIN, DEV, tmp_path / "j", training=training, progress=False)
+    assert (result.steps, result.best_step) == (4, 4)
+    written = json.loads((tmp_path / "j" / "metrics.json").read_text())
+    assert written["best_step"] == 4
+
+
 def _interrupt_after(cfg, training, output, last_step):
     """Train until `last_step` has been logged, then stop as a Ctrl-C would."""
 

@@ -18,7 +18,9 @@ from aqua_tasks.reports.judge_abstention import (
     AbstentionCheck,
     PairShare,
     check_items,
+    check_markdown,
     pair_shares,
+    wording_shares,
 )
 from aqua_tasks.task.open_ended import build_open_docs
 
@@ -50,6 +52,28 @@ def test_shares_and_the_verdict_follow_the_ratings():
     assert bad.worst_error == 0.5 and "NOT fit" in bad.verdict()
 
 
+def test_each_wording_is_counted_against_both_references():
+    dont_know, unknown = HAND_ABSTENTIONS[5], HAND_ABSTENTIONS[2]
+    items = [
+        {"pair": ("abstention", "an abstention"), "candidate": dont_know},
+        {"pair": ("abstention", "an abstention"), "candidate": dont_know},
+        {"pair": ("abstention", "an abstention"), "candidate": unknown},
+        {"pair": ("class", "an abstention"), "candidate": dont_know},
+        {"pair": ("abstention", "a class name"), "candidate": "a dog"},
+    ]
+    # A judge that learned the words: "I don't know." wrong whatever the reference says.
+    shares = wording_shares(items, [0.0, 0.5, 1.0, 0.0, 0.0], JudgeRule(4.0))
+    assert [(w.wording, w.n_abstention, w.right_abstention, w.n_class) for w in shares] == [
+        (unknown, 1, 1.0, 0),
+        (dont_know, 2, 0.0, 1),
+    ]
+    assert shares[1].right_class == 0.0
+    pairs = pair_shares(items, [0.0, 0.5, 1.0, 0.0, 0.0], JudgeRule(4.0))
+    table = check_markdown(AbstentionCheck("ckpt", "rule", pairs, None, shares))
+    assert f"| {dont_know} | 0.0% (2) | 0.0% (1) |" in table
+    assert f"| {unknown} | 100.0% (1) | — |" in table
+
+
 def test_the_command_measures_a_checkpoint_and_says_whether_it_is_fit(released_dir, capsys):
     judge = open_judge_checkpoint(released_dir)
     human = shared_data("orca-human") / "dev.jsonl"
@@ -69,6 +93,10 @@ def test_the_command_measures_a_checkpoint_and_says_whether_it_is_fit(released_d
         for p in payload["pairs"]
     )
     assert payload["fit"] == (worst <= 0.1)
+    wordings = payload["wordings"]
+    assert sum(w["n_abstention"] for w in wordings) == 6
+    assert sum(w["n_class"] for w in wordings) == 6
+    assert {w["wording"] for w in wordings} <= set(HAND_ABSTENTIONS)
     assert payload["human"]["n"] > 0 and 0 <= payload["human"]["agreement"] <= 1
     assert payload["rule"] == "expected judge rating >= 4"
 
