@@ -40,7 +40,7 @@ FORMAT_1_TRAINING: dict[str, Any] = {
 # Training arguments added since, with the value that means "as before they existed": a
 # checkpoint recording that value is the judge an older one without the field is, so it is
 # left out of the mapping fingerprints and orca-average read.
-LATER_TRAINING_AS_BEFORE: dict[str, Any] = {"autocast": "off"}
+LATER_TRAINING_AS_BEFORE: dict[str, Any] = {"autocast": "off", "select": "best"}
 
 
 def recorded_settings(config: OrcaConfig, training: Mapping[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ import torch
 from eval_common.inputs import read_text
 from eval_common.outputs import write_bytes
 from orca_judge.checkpoint import atomic_write_text, clean_temporary_files
+from orca_judge.checkpoint.contents import LATER_TRAINING_AS_BEFORE
 from orca_judge.errors import RunConflictError
 from orca_judge.training.arguments import RUNTIME_ONLY
 
@@ -43,10 +44,13 @@ def _differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[s
 def _state_conflict(state: Mapping[str, Any], config: dict, identity: dict) -> str | None:
     """Why a saved state does not belong to this run (settings or data), or None."""
     runtime_only = set(RUNTIME_ONLY)
-    changed = _differences(
-        {k: v for k, v in state["config"].items() if k not in runtime_only},
-        {k: v for k, v in config.items() if k not in runtime_only},
-    )
+
+    def compared(settings: Mapping[str, Any]) -> dict[str, Any]:
+        # A state written before a setting existed ran it at its "as before" value.
+        full = {**LATER_TRAINING_AS_BEFORE, **settings}
+        return {k: v for k, v in full.items() if k not in runtime_only}
+
+    changed = _differences(compared(state["config"]), compared(config))
     if changed:
         return f"saved for a different configuration ({'; '.join(changed)})"
     # States written before data fingerprints existed carry none; their config still matches.

@@ -20,6 +20,7 @@ from orca_fixtures import (
 from orca_judge.cli import score as cli_score
 from orca_judge.cli import train as cli_train
 from orca_judge.data import load_items
+from orca_judge.errors import RunConflictError
 from orca_judge.training.loop import train
 
 TRAIN = load_items(synthetic_items(64, 1, "tr"))
@@ -325,3 +326,23 @@ def test_a_resume_state_written_before_data_fingerprints_still_resumes(tmp_path)
     del state["data"]
     torch.save(state, path)
     assert train(cfg, TRAIN, DEV, tmp_path / "j", training=training, progress=False).steps == 4
+
+
+def test_a_resume_state_written_before_later_settings_existed_still_resumes(tmp_path):
+    # autocast and select were added later; a state without them ran as "off" and "best".
+    cfg, training = tiny_config(), tiny_training(max_steps=4, eval_every=2)
+    _interrupt_after(cfg, training, tmp_path / "j", 2)
+    path = tmp_path / "j-run" / "state.pt"
+    state = torch.load(path, weights_only=True)
+    assert state["config"]["select"] == "best" and state["config"]["autocast"] == "off"
+    del state["config"]["select"], state["config"]["autocast"]
+    torch.save(state, path)
+    assert train(cfg, TRAIN, DEV, tmp_path / "j", training=training, progress=False).steps == 4
+
+
+def test_a_resume_with_another_selection_is_refused_naming_it(tmp_path):
+    cfg, training = tiny_config(), tiny_training(max_steps=4, eval_every=2)
+    _interrupt_after(cfg, training, tmp_path / "j", 2)
+    last = tiny_training(max_steps=4, eval_every=2, select="last")
+    with pytest.raises(RunConflictError, match="select 'best' -> 'last'"):
+        train(cfg, TRAIN, DEV, tmp_path / "j", training=last, progress=False)
