@@ -59,6 +59,15 @@ def _run_folder(out: Path, split_seed: int, seed: int) -> Path:
     return out / f"split-{split_seed}-seed-{seed}"
 
 
+def started_before(folder: Path) -> bool:
+    """Whether an earlier sitting left part of this run: the last stage's run state
+    (`<folder>-run`) or a curriculum's earlier stages (`<folder>-stages/`)."""
+    stages = folder.with_name(f"{folder.name}-stages")
+    return folder.with_name(f"{folder.name}-run").exists() or (
+        stages.is_dir() and any(stages.iterdir())
+    )
+
+
 def train_once(command: list[str], log: Path) -> tuple[float, float]:
     """Run one orca-train child; (wall seconds, peak RSS in MB). Raises on a non-zero exit."""
     started = time.perf_counter()
@@ -289,9 +298,9 @@ def main(argv: list[str] | None = None) -> int:
                     *extra,
                 ]  # fmt: skip
                 print(f"training split {split_seed} seed {seed} -> {folder}", file=sys.stderr)
-                # A run folder left by an interrupted run: orca-train resumes it (refusing one
+                # Folders left by an interrupted run: orca-train resumes them (refusing those
                 # of another recipe), and the time measured is that of the part run now.
-                resumed = folder.with_name(f"{folder.name}-run").exists()
+                resumed = started_before(folder)
                 seconds, peak_mb = train_once(command, args.out / f"{folder.name}.log")
                 record = {
                     "recipe": recipe,

@@ -7,6 +7,7 @@ instead of training again, and `--check` fails on a missed target.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -137,3 +138,20 @@ def test_results_keep_finished_runs_across_sittings(tiny_recipe, first, tmp_path
     results.write_text(json.dumps({"runs": rows}))
     done = run_table(tiny_recipe, "--out", str(tmp_path / "empty"), "--results", str(results))
     assert done.returncode != 0 and "run 2: rho missing or out of range" in done.stderr
+
+
+def test_a_run_is_resumed_when_its_run_state_or_a_curriculum_stage_was_left(tmp_path):
+    """A curriculum interrupted in an earlier stage leaves only `<run>-stages/`: its wall time
+    is then a part's, and the row must say so (it once read as a whole run)."""
+    spec = importlib.util.spec_from_file_location("orca_seed_table", SCRIPT)
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    folder = tmp_path / "split-1-seed-1"
+    assert table.started_before(folder) is False
+    (tmp_path / "split-1-seed-1-stages").mkdir()
+    assert table.started_before(folder) is False  # an empty folder holds no work
+    (tmp_path / "split-1-seed-1-stages" / "s0-synthetic-run").mkdir()
+    assert table.started_before(folder) is True
+    other = tmp_path / "split-1-seed-2"
+    (tmp_path / "split-1-seed-2-run").mkdir()
+    assert table.started_before(other) is True
