@@ -28,7 +28,8 @@ difference.
 `HF_HUB_OFFLINE=1` as for `orca-train`.
 
 Every record is checked before it is used: a run's record names its recipe (config file and
-its SHA-256, held-out fraction, data folder, backbone, the extra orca-train flags, seeds), and
+its SHA-256, held-out fraction, data folder, backbone, the extra orca-train flags, seeds, and
+each stage's training data fingerprinted, rule-built candidates included), and
 one made by another recipe, or unreadable, is refused with one line naming the file — never
 read as this recipe's figures. `--results FILE` (benchmarks/results/orca_seed_table.json)
 keeps one row per finished run (recipe, held-out n, ρ, τ, MAE_μ, MAE_σ², wall time, peak
@@ -97,8 +98,22 @@ def heldout_figures(checkpoint: Path, kind: str) -> dict[str, float]:
     }
 
 
+def training_data(args: argparse.Namespace, seed: int) -> dict[str, dict[str, str]]:
+    """Each stage's training data as orca-train will build it at this seed, fingerprinted: the
+    config's hash alone misses a change to the data files or to the rules that synthesize a
+    stage's candidates."""
+    from orca_judge.training.plan import plan_stages, training_data_fingerprints
+
+    try:
+        plans = plan_stages(args.config, data_dir=args.data_dir, overrides={"seed": seed})
+        return training_data_fingerprints(plans)
+    except ValueError as error:  # a DataError too
+        raise SystemExit(f"--config {args.config}: {error}") from None
+
+
 def recipe_of(args: argparse.Namespace, extra: list[str], split_seed: int, seed: int) -> dict:
-    """What makes a run this recipe's: the config and its content, every flag, the seeds."""
+    """What makes a run this recipe's: the config and its content, every flag, the seeds, the
+    training data each stage is built from."""
     return {
         "config": args.config.name,
         "config_sha256": hashlib.sha256(args.config.read_bytes()).hexdigest(),
@@ -108,6 +123,7 @@ def recipe_of(args: argparse.Namespace, extra: list[str], split_seed: int, seed:
         "orca_train_args": list(extra),
         "split_seed": split_seed,
         "seed": seed,
+        "training_data": training_data(args, seed),
     }
 
 

@@ -171,6 +171,34 @@ def synthesized_record(kinds: Sequence[str]) -> str:
     return f"rule-rated (orca-synthesize --kinds {' '.join(kinds)})"
 
 
+def _seed(plan: StagePlan) -> int:
+    """The training seed, which also draws a synthesized stage's candidates."""
+    return plan.settings.get("seed", TrainingArguments.__dataclass_fields__["seed"].default)
+
+
+def training_data_fingerprints(plans: Sequence[StagePlan]) -> dict[str, dict[str, str]]:
+    """What each planned stage trains and stops on, by stage name, without training or rating.
+
+    `train` is the sha256 of the rule-rated candidates a `synthesize` stage builds from its
+    file (so a change to the rules shows, not only one to the file), else of the file's bytes;
+    `dev` of the dev file's bytes. Two plans with equal fingerprints and settings train on the
+    same data. DataError names a file that cannot be read.
+    """
+    from orca_judge.data import file_sha256, items_fingerprint, load_items
+    from orca_judge.training.synthetic import build_synthetic_items
+
+    fingerprints = {}
+    for plan in plans:
+        if plan.synthesize:
+            items = load_items(plan.train, require_ratings=True)
+            built, _ = build_synthetic_items(items, seed=_seed(plan), kinds=plan.synthesize)
+            train = items_fingerprint(built)
+        else:
+            train = file_sha256(plan.train)
+        fingerprints[plan.name] = {"train": train, "dev": file_sha256(plan.dev)}
+    return fingerprints
+
+
 def load_stages(
     plans: Sequence[StagePlan],
     *,
@@ -200,8 +228,7 @@ def load_stages(
         items = load_items(plan.train, require_ratings=plan.rated_by is None)
         record = None
         if plan.synthesize:
-            seed = plan.settings.get("seed", TrainingArguments.__dataclass_fields__["seed"].default)
-            items, _ = build_synthetic_items(items, seed=seed, kinds=plan.synthesize)
+            items, _ = build_synthetic_items(items, seed=_seed(plan), kinds=plan.synthesize)
         elif plan.rated_by is not None:
             items, record = rate_items(items, plan.rated_by, plan.name, progress=progress)
         trains.append(items)

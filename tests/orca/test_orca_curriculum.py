@@ -253,3 +253,43 @@ def test_shipped_synthetic_curriculum_keeps_the_plain_held_out_split():
     assert [it.id for it in heldout] == [it.id for it in plain_heldout] and len(heldout) == 116
     assert all("#" in it.id for it in s0.train_items) and len(s0.train_items) == 3180
     assert len(s1.train_items) == 1923 and s0.dev_items == s1.dev_items
+
+
+def test_training_data_fingerprints_see_the_rules_the_seed_and_the_files(tmp_path, monkeypatch):
+    """The seed table keys finished runs on these: a config's hash alone misses a change to
+    the rules that build a synthesized stage, or to a data file it names."""
+    from orca_judge.data import file_sha256
+    from orca_judge.training import synthetic
+    from orca_judge.training.plan import training_data_fingerprints
+
+    rated = [
+        {"id": f"t{i}", "question": f"What sound is heard {i}?", "reference": f"a bell {i} times",
+         "candidate": "a bell", "ratings": [i % 5 + 1]}
+        for i in range(12)
+    ]  # fmt: skip
+    write_jsonl(tmp_path / "train.jsonl", rated)
+    write_jsonl(tmp_path / "dev.jsonl", synthetic_items(12, 2, "dv"))
+    config = {
+        "backbone": "unused",
+        "dev": "dev.jsonl",
+        "train": "train.jsonl",
+        "stages": [{"name": "rules", "synthesize": True}, {"name": "human"}],
+    }
+    (tmp_path / "cur.yaml").write_text(yaml.safe_dump(config))
+
+    def fingerprints(seed: int = 0) -> dict:
+        return training_data_fingerprints(
+            plan_stages(tmp_path / "cur.yaml", overrides={"seed": seed})
+        )
+
+    first = fingerprints()
+    dev = file_sha256(tmp_path / "dev.jsonl")
+    assert first["human"] == {"train": file_sha256(tmp_path / "train.jsonl"), "dev": dev}
+    assert first["rules"]["dev"] == dev and first["rules"]["train"] != first["human"]["train"]
+    assert fingerprints() == first  # deterministic
+    assert fingerprints(seed=1)["rules"]["train"] != first["rules"]["train"]
+    # Another wording among the rule's non-answers: the same config, other training data.
+    monkeypatch.setattr(synthetic, "NON_ANSWERS", ("Nobody knows.", *synthetic.NON_ANSWERS[1:]))
+    changed = fingerprints()
+    assert changed["rules"]["train"] != first["rules"]["train"]
+    assert changed["human"] == first["human"]

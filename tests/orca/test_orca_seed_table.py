@@ -94,6 +94,19 @@ def test_a_record_of_another_recipe_is_refused_not_reused(tiny_recipe, first, tm
     assert line.endswith("use another --out")
 
 
+def test_a_run_on_other_training_data_is_another_recipe(tiny_recipe, first, tmp_path):
+    """Same config, same flags, one more training item: the finished runs are not reused."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "dev.jsonl").write_bytes((tiny_recipe / "data" / "dev.jsonl").read_bytes())
+    write_jsonl(data / "train.jsonl", synthetic_items(49, 1, "t"))
+    done = run_table(tiny_recipe, "--data-dir", str(data))
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    line = done.stderr.strip().splitlines()[-1]
+    assert "split-3-seed-0.json: made by another recipe (" in line
+    assert "training_data {'main': {'train': " in line
+
+
 def test_a_truncated_record_is_one_line_naming_it(tiny_recipe, first, tmp_path):
     out = tmp_path / "runs"
     out.mkdir()
