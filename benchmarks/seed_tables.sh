@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# The two ORCA seed tables, one training run at a time, in the order that answers most first:
-# the same recipe with the abstention kinds (curriculum-synthetic-abstention.yaml) once, for
-# the open-ended check, then the recommended recipe (curriculum-synthetic.yaml) and the rest,
-# split seed 0 before split seed 1. Every step
-# resumes where it stopped (benchmarks/orca_seed_table.py), so start it again at each sitting:
+# The two ORCA seed tables, one training run at a time, each run's row committed as it ends:
+# the recommended recipe (curriculum-synthetic.yaml), then the same recipe with the abstention
+# kinds (curriculum-synthetic-abstention.yaml), split seed 0 before split seed 1. After each
+# abstention run, `aqua-open-judge-check` on its judge (is it fit for open-ended AQUA at this
+# seed?) is written to benchmarks/results/open_judge_check/. Every step resumes where it
+# stopped (benchmarks/orca_seed_table.py; a check already written is not run again), so start
+# it again at each sitting:
 #
 #   nohup nice -n 19 benchmarks/seed_tables.sh > runs/seed-tables.log 2>&1 &
 #
-# and commit benchmarks/results/orca_seed_table*.json after each finished run. Needs the
-# human ratings in data/orca-human (orca-fetch-ratings) and the backbone in models/smollm2-135m.
+# and commit benchmarks/results/ after each finished run. Needs the human ratings in
+# data/orca-human (orca-fetch-ratings), the backbone in models/smollm2-135m and, for the
+# check, the released AQUA files in $AQUA_DATA (default ../shared/data/aqua-bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
+AQUA_DATA=${AQUA_DATA:-../shared/data/aqua-bench}
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
 table() {  # table RECIPE OUT RESULTS --seeds ... --split-seeds ...
@@ -21,10 +25,39 @@ table() {  # table RECIPE OUT RESULTS --seeds ... --split-seeds ...
     --backbone models/smollm2-135m --out "$out" --results "$results" "$@"
 }
 
-plain=(curriculum-synthetic.yaml runs/seed-table benchmarks/results/orca_seed_table.json)
-abstain=(curriculum-synthetic-abstention.yaml runs/seed-table-abstention
-         benchmarks/results/orca_seed_table_abstention.json)
-table "${abstain[@]}" --seeds 0 --split-seeds 0
-table "${plain[@]}" --seeds 0 1 2 --split-seeds 0
-table "${plain[@]}" --seeds 0 1 2 --split-seeds 1
-table "${abstain[@]}" --seeds 0 1 2 --split-seeds 0 1
+open_check() {  # open_check SPLIT SEED: the check on that abstention run's judge, as JSON
+  local run=runs/seed-table-abstention/split-$1-seed-$2
+  local result=benchmarks/results/open_judge_check/abstention-split-$1-seed-$2.json status=0
+  # The check is the run's: it holds the run's recipe and is run again when that changed.
+  "$PY" - "$run.json" "$result" <<'PY' && return 0
+import json, os, sys
+if not os.path.exists(sys.argv[1]):
+    sys.exit(0)  # a row from an earlier sitting, its run folder gone: nothing to check here
+try:
+    record, kept = (json.load(open(path)) for path in sys.argv[1:])
+    sys.exit(0 if kept.get("recipe") == record["recipe"] else 1)
+except (OSError, ValueError, KeyError, AttributeError):
+    sys.exit(1)
+PY
+  mkdir -p "$(dirname "$result")"
+  "$PY" -m aqua_tasks.cli.open_judge_check --checkpoint "$run" --data-dir "$AQUA_DATA" \
+    --human-items data/orca-human/dev.jsonl --device cpu --json > "$result.tmp" || status=$?
+  # 0 fit, 1 not fit: both are the figures; anything else is a failure, not a result.
+  if [ "$status" -gt 1 ]; then rm -f "$result.tmp"; return "$status"; fi
+  "$PY" - "$run.json" "$result.tmp" <<'PY'
+import json, sys
+record, check = (json.load(open(path)) for path in sys.argv[1:])
+json.dump({"recipe": record["recipe"], **check}, open(sys.argv[2], "w"), indent=1)
+PY
+  mv "$result.tmp" "$result"
+}
+
+table curriculum-synthetic.yaml runs/seed-table benchmarks/results/orca_seed_table.json \
+  --seeds 0 1 2 --split-seeds 0 1
+for split in 0 1; do
+  for seed in 0 1 2; do
+    table curriculum-synthetic-abstention.yaml runs/seed-table-abstention \
+      benchmarks/results/orca_seed_table_abstention.json --seeds "$seed" --split-seeds "$split"
+    open_check "$split" "$seed"
+  done
+done
