@@ -54,6 +54,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 FIGURES = ("rho", "tau", "mae_mu", "mae_var")
+# orca-train flags the table sets per run (or forwards from its own flags).
+TABLE_FLAGS = ("--config", "--train", "--dev", "--data-dir", "--backbone", "--seed",
+               "--split-seed", "--heldout-fraction", "--output")  # fmt: skip
 
 
 def _run_folder(out: Path, split_seed: int, seed: int) -> Path:
@@ -104,11 +107,15 @@ def training_data(args: argparse.Namespace, seed: int) -> dict[str, dict[str, st
     stage's candidates."""
     from orca_judge.training.plan import plan_stages, training_data_fingerprints
 
+    overrides = {"seed": seed, **({"backbone": args.backbone} if args.backbone else {})}
     try:
-        plans = plan_stages(args.config, data_dir=args.data_dir, overrides={"seed": seed})
+        plans = plan_stages(args.config, data_dir=args.data_dir, overrides=overrides)
         return training_data_fingerprints(plans)
     except ValueError as error:  # a DataError too
         raise SystemExit(f"--config {args.config}: {error}") from None
+    except OSError as error:
+        raise SystemExit(f"--config {args.config}: cannot read {error.filename}: "
+                         f"{error.strerror}") from None  # fmt: skip
 
 
 def recipe_of(args: argparse.Namespace, extra: list[str], split_seed: int, seed: int) -> dict:
@@ -274,6 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         "sittings), e.g. benchmarks/results/orca_seed_table.json",
     )
     args = parser.parse_args(argv)
+    # The table sets these itself, and the recipe fingerprints the data they choose: given
+    # again to orca-train (the last flag wins) they would train on data the recipe never saw.
+    for flag in TABLE_FLAGS:
+        if any(arg == flag or arg.startswith(f"{flag}=") for arg in extra):
+            parser.error(f"{flag} after --: give it as the table's own flag, not orca-train's")
     for flag, value in (("--target-rho", args.target_rho), ("--max-spread", args.max_spread)):
         if not (math.isfinite(value) and -1 <= value <= 2):
             parser.error(f"{flag}: expected a finite number in [-1, 2], got {value!r}")

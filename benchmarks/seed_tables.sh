@@ -17,6 +17,8 @@ cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 AQUA_DATA=${AQUA_DATA:-../shared/data/aqua-bench}
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+# Before an hour of training, not after it.
+[ -d "$AQUA_DATA" ] || { echo "AQUA_DATA=$AQUA_DATA: no such folder (the released AQUA files)" >&2; exit 2; }
 
 table() {  # table RECIPE OUT RESULTS --seeds ... --split-seeds ...
   local config=$1 out=$2 results=$3
@@ -42,12 +44,18 @@ PY
   mkdir -p "$(dirname "$result")"
   "$PY" -m aqua_tasks.cli.open_judge_check --checkpoint "$run" --data-dir "$AQUA_DATA" \
     --human-items data/orca-human/dev.jsonl --device cpu --json > "$result.tmp" || status=$?
-  # 0 fit, 1 not fit: both are the figures; anything else is a failure, not a result.
-  if [ "$status" -gt 1 ]; then rm -f "$result.tmp"; return "$status"; fi
-  "$PY" - "$run.json" "$result.tmp" <<'PY'
+  # 0 fit, 1 not fit: both are the figures when the JSON says the same; a crash (also 1) or
+  # anything else is a failure, not a result.
+  "$PY" - "$run.json" "$result.tmp" "$status" <<'PY' || { rm -f "$result.tmp"; return 1; }
 import json, sys
-record, check = (json.load(open(path)) for path in sys.argv[1:])
-json.dump({"recipe": record["recipe"], **check}, open(sys.argv[2], "w"), indent=1)
+record_path, check_path, status = sys.argv[1:]
+try:
+    record, check = (json.load(open(path)) for path in (record_path, check_path))
+except (OSError, ValueError) as error:
+    sys.exit(f"{check_path}: the open check wrote no JSON (exit {status}): {error}")
+if check.get("fit") is not (status == "0") or status not in ("0", "1"):
+    sys.exit(f"{check_path}: the open check exited {status}, its JSON says fit={check.get('fit')}")
+json.dump({"recipe": record["recipe"], **check}, open(check_path, "w"), indent=1)
 PY
   mv "$result.tmp" "$result"
 }

@@ -179,10 +179,12 @@ def _seed(plan: StagePlan) -> int:
 def training_data_fingerprints(plans: Sequence[StagePlan]) -> dict[str, dict[str, str]]:
     """What each planned stage trains and stops on, by stage name, without training or rating.
 
-    `train` is the sha256 of the rule-rated candidates a `synthesize` stage builds from its
-    file (so a change to the rules shows, not only one to the file), else of the file's bytes;
-    `dev` of the dev file's bytes. Two plans with equal fingerprints and settings train on the
-    same data. DataError names a file that cannot be read.
+    `train` fingerprints the rule-rated candidates a `synthesize` stage builds from its file
+    (so a change to the rules shows, not only one to the file), else the file's bytes; `dev`
+    the dev file's bytes (each the first 16 hex digits of a sha256). Two plans with equal
+    fingerprints and settings train on the same data, except a `rated_by` stage: its ratings
+    come from a judge, not the file. DataError names a file that cannot be parsed, OSError one
+    that cannot be read.
     """
     from orca_judge.data import file_sha256, items_fingerprint, load_items
     from orca_judge.training.synthetic import build_synthetic_items

@@ -287,6 +287,9 @@ def test_training_data_fingerprints_see_the_rules_the_seed_and_the_files(tmp_pat
     assert first["human"] == {"train": file_sha256(tmp_path / "train.jsonl"), "dev": dev}
     assert first["rules"]["dev"] == dev and first["rules"]["train"] != first["human"]["train"]
     assert fingerprints() == first  # deterministic
+    # What the trainer builds from the same plan is what was fingerprinted.
+    built = load_stages(plan_stages(tmp_path / "cur.yaml")).stages[0].train_items
+    assert data.items_fingerprint(built) == first["rules"]["train"]
     assert fingerprints(seed=1)["rules"]["train"] != first["rules"]["train"]
     # Another wording among the rule's non-answers: the same config, other training data.
     monkeypatch.setattr(synthetic, "NON_ANSWERS", ("Nobody knows.", *synthetic.NON_ANSWERS[1:]))

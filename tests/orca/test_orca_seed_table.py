@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -94,17 +95,40 @@ def test_a_record_of_another_recipe_is_refused_not_reused(tiny_recipe, first, tm
     assert line.endswith("use another --out")
 
 
-def test_a_run_on_other_training_data_is_another_recipe(tiny_recipe, first, tmp_path):
-    """Same config, same flags, one more training item: the finished runs are not reused."""
+def test_runs_on_other_training_data_train_again(tiny_recipe, tmp_path):
+    """Same config, flags and data folder, one training item more: neither a committed row nor
+    a run record of the old data is reused."""
     data = tmp_path / "data"
-    data.mkdir()
-    (data / "dev.jsonl").write_bytes((tiny_recipe / "data" / "dev.jsonl").read_bytes())
+    shutil.copytree(tiny_recipe / "data", data)
+    results = tmp_path / "results.json"
+    common = ("--data-dir", str(data), "--results", str(results), "--seeds", "0")
+    assert run_table(tiny_recipe, "--out", str(tmp_path / "a"), *common).returncode == 0
     write_jsonl(data / "train.jsonl", synthetic_items(49, 1, "t"))
-    done = run_table(tiny_recipe, "--data-dir", str(data))
+    done = run_table(tiny_recipe, "--out", str(tmp_path / "b"), *common)
+    assert done.returncode == 0 and "training split 3 seed 0" in done.stderr
+    assert len(json.loads(results.read_text())["runs"]) == 2  # one row per data
+    stale = run_table(tiny_recipe, "--out", str(tmp_path / "a"), *common)
+    assert stale.returncode != 0 and "Traceback" not in stale.stderr
+    line = stale.stderr.strip().splitlines()[-1]
+    assert "split-3-seed-0.json: made by another recipe (training_data {'main': {'train': " in line
+
+
+def test_a_missing_data_file_or_a_flag_the_table_sets_is_one_line(tiny_recipe, tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.jsonl").write_bytes(
+        (tiny_recipe / "data" / "train.jsonl").read_bytes()
+    )
+    done = run_table(
+        tiny_recipe, "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "o")
+    )
     assert done.returncode != 0 and "Traceback" not in done.stderr
-    line = done.stderr.strip().splitlines()[-1]
-    assert "split-3-seed-0.json: made by another recipe (" in line
-    assert "training_data {'main': {'train': " in line
+    assert "cannot read " in done.stderr and "dev.jsonl" in done.stderr.strip().splitlines()[-1]
+    for extra in (["--seed", "5"], ["--train=other.jsonl"]):
+        done = run_table(tiny_recipe, "--out", str(tmp_path / "o"), "--", *extra)
+        flag = extra[0].split("=")[0]
+        assert (
+            done.returncode == 2 and f"{flag} after --: give it as the table's own" in done.stderr
+        )
 
 
 def test_a_truncated_record_is_one_line_naming_it(tiny_recipe, first, tmp_path):
