@@ -34,7 +34,10 @@ open_check() {  # open_check SPLIT SEED: the check on that abstention run's judg
   "$PY" - "$run.json" "$result" <<'PY' && return 0
 import json, os, sys
 if not os.path.exists(sys.argv[1]):
-    sys.exit(0)  # a row from an earlier sitting, its run folder gone: nothing to check here
+    # A row from an earlier sitting, its run folder gone: nothing to check, and said so.
+    if not os.path.exists(sys.argv[2]):
+        print(f"{sys.argv[1]}: no run record here; open check not run", file=sys.stderr)
+    sys.exit(0)
 try:
     record, kept = (json.load(open(path)) for path in sys.argv[1:])
     sys.exit(0 if kept.get("recipe") == record["recipe"] else 1)
