@@ -7,9 +7,9 @@ held-out part (`--part heldout`) is for the final report of a chosen candidate, 
     python benchmarks/orca_judge_select.py --checkpoint A B [C ...] [--part dev|heldout]
         [--data DIR] [--heldout-fraction 0.5] [--split-seed 0] [--json]
 
-The ensemble row is the equal-weight mixture of the judges' predicted rating distributions:
-its mean is the mean of their means, its variance E[var + mean²] − mean² (so disagreement
-between judges adds to the predicted annotator disagreement).
+The ensemble row is the equal-weight mixture of the judges' predicted rating distributions,
+as `orca-ensemble` of the same judges scores it (`orca_judge.checkpoint.ensemble.mixture`).
+A checkpoint may itself be an `orca-ensemble` folder.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from eval_common.cli import number_problem
+from orca_judge.checkpoint.ensemble import mixture
 from orca_judge.data import OrcaItem, load_items
-from orca_judge.judge import OrcaPrediction
 from orca_judge.metrics import agreement
 from orca_judge.training.heldout import split_heldout
 
@@ -38,19 +38,6 @@ def split_parts(data_dir: Path, fraction: float, seed: int) -> dict[str, list[Or
     dev = load_items(data_dir / "dev.jsonl", require_ratings=True)
     (dev_part,), heldout = split_heldout([train], [dev], fraction, seed)
     return {"dev": dev_part, "heldout": heldout}
-
-
-def mixture(predictions: list[list[OrcaPrediction]]) -> tuple[list[float], list[float] | None]:
-    """Per item: mean and variance (unit scale) of the equal-weight mixture of the judges."""
-    means, variances = [], []
-    has_var = all(p.variance_unit is not None for preds in predictions for p in preds)
-    for per_item in zip(*predictions, strict=True):
-        mu = sum(p.expected_unit for p in per_item) / len(per_item)
-        means.append(mu)
-        if has_var:
-            second = sum(p.variance_unit + p.expected_unit**2 for p in per_item) / len(per_item)
-            variances.append(max(second - mu**2, 0.0))
-    return means, variances if has_var else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             parser.error(problem)
 
-    from orca_judge import OrcaJudge
+    from orca_judge import load_judge
 
     items = [
         it
@@ -84,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     all_preds = []
     for path in args.checkpoint:
         start = time.perf_counter()
-        preds = OrcaJudge.from_pretrained(path).score(items)
+        preds = load_judge(path).score(items)
         all_preds.append(preds)
         variances = [p.variance_unit for p in preds]
         has_var = all(v is not None for v in variances)
@@ -103,9 +90,17 @@ def main(argv: list[str] | None = None) -> int:
             ),
             "seconds": round(time.perf_counter() - start, 1),
         }
-    if len(all_preds) > 1:
-        means, variances = mixture(all_preds)
-        rows["ensemble (mixture)"] = agreement(means, human, variances, human_var, counts)
+    if len(all_preds) > 1:  # what `orca-ensemble` of these judges would score
+        mixed = [mixture(per_item) for per_item in zip(*all_preds, strict=True)]
+        variances = [p.variance_unit for p in mixed]
+        has_var = all(v is not None for v in variances)
+        rows["ensemble (mixture)"] = agreement(
+            [p.expected_unit for p in mixed],
+            human,
+            variances if has_var else None,
+            human_var,
+            counts,
+        )
     if args.json:
         print(json.dumps({"part": args.part, "n": len(items), "rows": rows}, indent=2))
         return 0

@@ -16,6 +16,9 @@ _EXPORTS = {
     "OrcaConfig": "orca_judge.config",
     "OrcaJudge": "orca_judge.judge",
     "OrcaPrediction": "orca_judge.judge",
+    # a judge folder or an ensemble folder (several judges, their predictions mixed)
+    "load_judge": "orca_judge.checkpoint.ensemble",
+    "OrcaEnsemble": "orca_judge.checkpoint.ensemble",
     "OrcaItem": "orca_judge.data",
     "DataError": "orca_judge.errors",
     "load_items": "orca_judge.data",

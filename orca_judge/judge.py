@@ -115,7 +115,7 @@ class OrcaJudge:
         """
         path = Path(path_or_hub_id)
         if not path.exists():
-            path = _hub_snapshot(str(path_or_hub_id))
+            path = hub_snapshot(str(path_or_hub_id))
         given = {
             "use_question": use_question,
             "use_rationale": use_rationale,
@@ -366,7 +366,7 @@ def batched_logits(
     return out
 
 
-def _hub_snapshot(repo_id: str) -> Path:
+def hub_snapshot(repo_id: str) -> Path:
     """Resolve a Hub id through the local cache (downloads only when online)."""
     try:
         from huggingface_hub import snapshot_download

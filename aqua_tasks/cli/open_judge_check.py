@@ -40,7 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--checkpoint", required=True, help="ORCA judge checkpoint (folder)")
+    parser.add_argument(
+        "--checkpoint", required=True, help="ORCA judge checkpoint or orca-ensemble folder"
+    )
     parser.add_argument("--data-dir", required=True, type=Path, help="the released AQUA files")
     parser.add_argument(
         "--track", action="append", choices=TRACKS, help="tracks to draw items from (default: all)"
@@ -80,8 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem := number_problem("--tolerance", args.tolerance, minimum=0, maximum=1):
         return fail(PROG, problem)
     rule = JudgeRule.from_setting(args.judge_threshold)
+    from orca_judge.checkpoint.ensemble import load_judge
     from orca_judge.data import load_items
-    from orca_judge.judge import OrcaJudge
 
     docs = []
     for track in args.track or TRACKS:
@@ -90,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         docs += track_docs[: args.limit]
     items = check_items(docs, seed=args.seed)
-    judge = OrcaJudge.from_pretrained(args.checkpoint, device=args.device, backbone=args.backbone)
+    judge = load_judge(args.checkpoint, device=args.device, backbone=args.backbone)
     records = [{k: v for k, v in item.items() if k != "pair"} for item in items]
     units = [p.expected_unit for p in judge.score(records, batch_size=args.batch_size)]
     human = None

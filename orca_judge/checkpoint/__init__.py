@@ -7,7 +7,9 @@ is refused unless `overwrite`) and the later in-place updates of the config and 
 Every load goes through `load_model`.
 Modules: `atomic` (atomic folders and their clean-up), `native` (our layout), `published_format`
 (reading the authors' layout), `published` (recognising their judges, and the clamp),
-`adapter_keys` (matching saved LoRA weights to the backbone), `loading` (building a model).
+`adapter_keys` (matching saved LoRA weights to the backbone), `loading` (building a model),
+`ensemble` (a folder of several judges scored as one; imported on its own, as it builds on
+`orca_judge.judge`).
 """
 
 from orca_judge.checkpoint.atomic import (
@@ -26,6 +28,7 @@ from orca_judge.checkpoint.loading import (
     read_checkpoint,
 )
 from orca_judge.checkpoint.native import (
+    ENSEMBLE_FILE,
     save_model,
     update_config,
     update_metrics,
@@ -34,6 +37,7 @@ from orca_judge.checkpoint.native import (
 from orca_judge.checkpoint.published import ClampChoice
 
 __all__ = [
+    "ENSEMBLE_FILE",
     "CheckpointContents",
     "ClampChoice",
     "LoadedModel",

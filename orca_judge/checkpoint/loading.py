@@ -19,7 +19,7 @@ from torch import nn
 from eval_common.devices import resolve_device, resolve_dtype
 from orca_judge.checkpoint.adapter_keys import match_adapter_keys
 from orca_judge.checkpoint.contents import CheckpointContents, read_tensors
-from orca_judge.checkpoint.native import CONFIG_FILE, read_native
+from orca_judge.checkpoint.native import CONFIG_FILE, ENSEMBLE_FILE, read_native
 from orca_judge.checkpoint.published import ClampChoice, published_clamp
 from orca_judge.checkpoint.published_format import read_published
 from orca_judge.errors import BackboneMismatchError, CheckpointError
@@ -59,6 +59,11 @@ def read_checkpoint(path: str | Path, backbone: str | None = None) -> Checkpoint
     root = Path(path)
     if not root.is_dir():
         raise CheckpointError(f"{root}: not a checkpoint directory")
+    if (root / ENSEMBLE_FILE).exists():
+        raise CheckpointError(
+            f"{root}: an ensemble of judges ({ENSEMBLE_FILE}), not one judge; load it with "
+            "orca_judge.load_judge"
+        )
     if (root / CONFIG_FILE).exists():
         return read_native(root, backbone)
     if (root / "model" / "config.yaml").exists():

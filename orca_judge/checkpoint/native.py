@@ -45,6 +45,8 @@ ADAPTER_DIR = "adapter"
 TOKENIZER_DIR = "tokenizer"
 METRICS_FILE = "metrics.json"
 CARD_FILE = "README.md"
+# The manifest of a folder of several judges (`ensemble`), never a file of one judge.
+ENSEMBLE_FILE = "orca_ensemble.json"
 # The top-level names a native checkpoint consists of: replacing one touches nothing else.
 OWNED = frozenset(
     {CONFIG_FILE, TRAINING_FILE, HEAD_FILE, ADAPTER_DIR, TOKENIZER_DIR, METRICS_FILE, CARD_FILE}

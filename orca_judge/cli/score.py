@@ -30,7 +30,9 @@ PROG = "orca-score"
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
     parser.add_argument(
-        "--checkpoint", required=True, help="checkpoint directory (native or published layout)"
+        "--checkpoint",
+        required=True,
+        help="checkpoint directory (native or published layout) or orca-ensemble folder",
     )
     parser.add_argument("--input", required=True, help="items to score (.jsonl / .json)")
     parser.add_argument("--output", help="write one prediction per line (JSONL) here")
@@ -86,8 +88,8 @@ def setup_lines(setup: Mapping[str, Any]) -> list[str]:
 
 @command(PROG)
 def main(argv: list[str] | None = None) -> int:
+    from orca_judge.checkpoint.ensemble import load_judge
     from orca_judge.data import load_items
-    from orca_judge.judge import OrcaJudge
     from orca_judge.processes import Processes, launched_group
     from orca_judge.report import agreement_report
 
@@ -104,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             check_output_file(args.output, inputs=inputs, flag="--output")
         items = load_items(args.input)
         with launched_group(args.device) as processes:
-            judge = OrcaJudge.from_pretrained(
+            judge = load_judge(
                 args.checkpoint,
                 device=processes.device(args.device),
                 backbone=args.backbone,

@@ -116,8 +116,8 @@ class JudgeSession:
 
     def judge(self, settings: OrcaMetricSettings) -> Any:
         """The judge for these settings, loaded once in this session."""
+        from orca_judge.checkpoint.ensemble import load_judge
         from orca_judge.errors import BackboneLoadError, CheckpointError
-        from orca_judge.judge import OrcaJudge
         from orca_judge.processes import Processes
 
         key = settings.judge_key()
@@ -126,7 +126,7 @@ class JudgeSession:
             processes = Processes.current()
             device = processes.device(settings.device) if processes.distributed else settings.device
             try:
-                self.judges[key] = OrcaJudge.from_pretrained(
+                self.judges[key] = load_judge(
                     settings.checkpoint,
                     device=device,
                     dtype=settings.dtype,

@@ -79,9 +79,9 @@ class OrcaCompared:
         self.checkpoint, self.device = checkpoint, device
 
     def run(self, items: Sequence[OrcaItem]) -> JudgeRun:
-        from orca_judge.judge import OrcaJudge
+        from orca_judge.checkpoint.ensemble import load_judge
 
-        judge = OrcaJudge.from_pretrained(self.checkpoint, device=self.device)
+        judge = load_judge(self.checkpoint, device=self.device)
         started = time.perf_counter()
         predictions = judge.score(list(items))
         return JudgeRun([p.clamped_unit for p in predictions], time.perf_counter() - started)

@@ -61,7 +61,7 @@ def _is_cli(module: str) -> bool:
 
 
 def test_every_console_script_runs_a_cli_module_named_after_it():
-    assert len(SCRIPTS) == 16
+    assert len(SCRIPTS) == 17
     for command, target in SCRIPTS.items():
         module, _, attr = target.partition(":")
         package, _, leaf = module.rpartition(".")

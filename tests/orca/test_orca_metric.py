@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import torch
 from orca_fixtures import synthetic_items, tiny_trained_checkpoint, write_jsonl
 
 from aqua_tasks.runs.orca_items import orca_records, read_judge_samples
@@ -97,6 +98,19 @@ def work(tmp_path_factory) -> dict:
             )
         (root / folder / f"{name}.yaml").write_text(text)
     human = write_jsonl(root / "human.jsonl", synthetic_items(16, 7, "h"))
+    # An ensemble of the judge and a copy nudged towards rating 5, named like any checkpoint.
+    from orca_judge import OrcaJudge
+    from orca_judge.checkpoint.ensemble import write_ensemble
+
+    nudged = OrcaJudge.from_pretrained(judge)
+    with torch.no_grad():
+        nudged.model.head.bias[4] += 2.0
+    write_ensemble([judge, nudged.save_pretrained(root / "nudged")], root / "ensemble")
+    (root / "ens_tasks").mkdir()
+    (root / "ens_tasks" / "tiny_qa_ens.yaml").write_text(
+        THIRD_PARTY_YAML.format(name="tiny_qa_ens", data=qa, metric="orca",
+                                checkpoint=root / "ensemble")
+    )  # fmt: skip
     return {"root": root, "judge": judge, "qa": qa, "human": human}
 
 
@@ -130,6 +144,11 @@ def runs(work) -> dict[str, subprocess.CompletedProcess]:
         "human": ([BIN / "aqua-eval", *human_args, "--output_path", root / "human"], {}),
         "predict": (
             [BIN / "aqua-eval", *human_args, "--predict_only", "--output_path", root / "predict"],
+            {},
+        ),
+        "ensemble": (
+            [BIN / "lm_eval", "--model", "dummy", "--tasks", "tiny_qa_ens", "--include_path",
+             root / "ens_tasks", "--output_path", root / "ens", "--log_samples"],
             {},
         ),
         # Plain lm_eval: the start-up hook checks the judge before any generation too.
@@ -198,6 +217,23 @@ def test_third_party_yaml_gets_orca_figures_from_one_pass_per_task_and_filter(ru
     inputs = results["configs"]["tiny_qa"]["metadata"]["orca_inputs"]
     assert inputs["question"] == "doc.question if present, else doc_to_text"
     assert {r["inputs"]["question_from"] for r in rows_of(files[0])} == {"doc.question"}
+
+
+def test_an_ensemble_folder_is_a_checkpoint_like_any_other_for_metric_orca(runs, work):
+    from orca_judge import load_judge
+
+    _ok(runs["ensemble"])
+    ensemble = load_judge(work["root"] / "ensemble")
+    got = results_of(work["root"] / "ens")["results"]["tiny_qa_ens"]
+    (path,) = sorted((work["root"] / "ens").rglob("orca_tiny_qa_ens_whole_*.jsonl"))
+    rows = rows_of(path)
+    assert {r["judge"]["fingerprint"] for r in rows} == {ensemble.fingerprint()}
+    preds = ensemble.score([r["inputs"] for r in rows])
+    assert [r["expected"] for r in rows] == pytest.approx([p.expected for p in preds], abs=1e-5)
+    assert got["orca,whole"] == pytest.approx(sum(p.clamped_unit for p in preds) / N_QA, abs=1e-5)
+    assert got["orca_disagreement,whole"] == pytest.approx(
+        sum(p.variance_unit for p in preds) / N_QA, abs=1e-5
+    )
 
 
 def test_plain_lm_eval_function_form_records_that_the_judge_saw_no_question(runs, work, judge):

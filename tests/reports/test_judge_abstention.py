@@ -101,6 +101,35 @@ def test_the_command_measures_a_checkpoint_and_says_whether_it_is_fit(released_d
     assert payload["rule"] == "expected judge rating >= 4"
 
 
+def test_an_ensemble_folder_is_checked_as_the_mixture_of_its_members(
+    released_dir, capsys, tmp_path
+):
+    import torch
+
+    from orca_judge import OrcaJudge
+    from orca_judge.checkpoint.ensemble import write_ensemble
+
+    judge = open_judge_checkpoint(released_dir)
+    backbone = str(judge.parent / "backbone")
+    nudged = OrcaJudge.from_pretrained(judge, backbone=backbone)
+    with torch.no_grad():
+        nudged.model.head.bias[4] += 2.0  # towards rating 5: credits more
+    other = nudged.save_pretrained(tmp_path / "nudged")
+    write_ensemble([judge, other], tmp_path / "ensemble", backbone=backbone)
+    means = []
+    for checkpoint in (judge, other, tmp_path / "ensemble"):
+        main(
+            [
+                *("--checkpoint", str(checkpoint), "--backbone", backbone),
+                *("--data-dir", str(released_dir), "--track", "animal", "--limit", "12", "--json"),
+            ]
+        )
+        means.append([p["mean_rating"] for p in json.loads(capsys.readouterr().out)["pairs"]])
+    mine, theirs, mixed = means
+    assert mixed == pytest.approx([(a + b) / 2 for a, b in zip(mine, theirs, strict=True)])
+    assert mine != pytest.approx(theirs, abs=0.05)
+
+
 def test_a_bad_limit_is_one_line(released_dir):
     done = subprocess.run(
         [
