@@ -7,9 +7,10 @@ held-out part (`--part heldout`) is for the final report of a chosen candidate, 
     python benchmarks/orca_judge_select.py --checkpoint A B [C ...] [--part dev|heldout]
         [--data DIR] [--heldout-fraction 0.5] [--split-seed 0] [--json]
 
-The ensemble row is the equal-weight mixture of the judges' predicted rating distributions,
-as `orca-ensemble` of the same judges scores it (`orca_judge.checkpoint.ensemble.mixture`).
-A checkpoint may itself be an `orca-ensemble` folder.
+The ensemble row is the equal-weight mixture of the judges' predicted rating distributions
+(`orca_judge.checkpoint.ensemble.mixture`), as `orca-ensemble` of those judges scores it when
+it accepts them (members that read items alike). A checkpoint may itself be an `orca-ensemble`
+folder; in the ensemble row it then counts as one judge, not as its members.
 """
 
 from __future__ import annotations

@@ -3,9 +3,11 @@
 # the recommended recipe (curriculum-synthetic.yaml), then the same recipe with the abstention
 # kinds (curriculum-synthetic-abstention.yaml), split seed 0 before split seed 1. After each
 # abstention run, `aqua-open-judge-check` on its judge (is it fit for open-ended AQUA at this
-# seed?) is written to benchmarks/results/open_judge_check/. Every step resumes where it
-# stopped (benchmarks/orca_seed_table.py; a check already written is not run again), so start
-# it again at each sitting:
+# seed?) is written to benchmarks/results/open_judge_check/; once a split's three seeds are
+# trained, `orca-ensemble` of them is scored on its held-out part into
+# benchmarks/results/orca_ensemble/ (the three seeds, their mixture and the written folder).
+# Every step resumes where it stopped (benchmarks/orca_seed_table.py; a check or ensemble
+# already written is not run again), so start it again at each sitting:
 #
 #   nohup nice -n 19 benchmarks/seed_tables.sh > runs/seed-tables.log 2>&1 &
 #
@@ -63,12 +65,68 @@ PY
   mv "$result.tmp" "$result"
 }
 
+ensemble_row() {  # ensemble_row NAME RUNS SPLIT: `orca-ensemble` of the split's three seeds
+  local name=$1-split-$3 runs=$2 split=$3 seeds=(0 1 2)
+  local result=benchmarks/results/orca_ensemble/$name.json folder=runs/ensemble/$name
+  local members=("${seeds[@]/#/"$runs/split-$split-seed-"}")
+  local check=benchmarks/results/open_judge_check/$name-ensemble.json
+  # Written once per set of member runs: their recipes are kept and compared, as the check's.
+  "$PY" - "$result" "${members[@]/%/.json}" <<'PY' && return 0
+import json, sys
+try:
+    kept = json.load(open(sys.argv[1]))
+    sys.exit(0 if kept["recipes"] == [json.load(open(p))["recipe"] for p in sys.argv[2:]] else 1)
+except (OSError, ValueError, KeyError, TypeError):
+    sys.exit(1)
+PY
+  for run in "${members[@]}"; do [ -f "$run.json" ] || return 0; done  # a seed still to train
+  mkdir -p "$(dirname "$result")" "$(dirname "$check")"
+  "$PY" -m orca_judge.cli.ensemble "${members[@]}" --output "$folder" --overwrite
+  local fraction status=0
+  fraction=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["recipe"]["heldout_fraction"])' "${members[0]}.json")
+  local select=(benchmarks/orca_judge_select.py --part heldout --split-seed "$split"
+    --heldout-fraction "$fraction" --data data/orca-human --json)
+  "$PY" "${select[@]}" --checkpoint "${members[@]}" > "$result.members.tmp"
+  "$PY" "${select[@]}" --checkpoint "$folder" > "$result.folder.tmp"
+  if [ "$1" = abstention ]; then  # is the ensemble fit for open-ended AQUA? (0 fit, 1 not)
+    "$PY" -m aqua_tasks.cli.open_judge_check --checkpoint "$folder" --data-dir "$AQUA_DATA" \
+      --human-items data/orca-human/dev.jsonl --device cpu --json > "$check.tmp" || status=$?
+  fi
+  "$PY" - "$result" "$check" "$status" "${members[@]/%/.json}" <<'PY' || { rm -f "$result".*.tmp "$check.tmp"; return 1; }
+import json, os, subprocess, sys
+result, check, status, records = *sys.argv[1:4], sys.argv[4:]
+recipes = [json.load(open(p))["recipe"] for p in records]
+members, written = (json.load(open(f"{result}.{part}.tmp")) for part in ("members", "folder"))
+rows = members["rows"]
+commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+if os.path.exists(f"{check}.tmp"):
+    fit = json.load(open(f"{check}.tmp"))
+    if fit.get("fit") is not (status == "0") or status not in ("0", "1"):
+        sys.exit(f"{check}: the open check exited {status}, its JSON says fit={fit.get('fit')}")
+    json.dump({"recipes": recipes, **fit}, open(f"{check}.tmp", "w"), indent=1)
+    os.replace(f"{check}.tmp", check)
+json.dump({
+    "part": members["part"], "n": members["n"], "recipes": recipes,
+    "members": {k: v for k, v in rows.items() if k != "ensemble (mixture)"},
+    "mixture": rows["ensemble (mixture)"],
+    # the written folder scored as one judge: the mixture's figures, and its cost
+    "ensemble_folder": next(iter(written["rows"].values())),
+    "commit": commit,
+}, open(f"{result}.tmp", "w"), indent=1)
+os.replace(f"{result}.tmp", result)
+PY
+  rm -f "$result.members.tmp" "$result.folder.tmp"
+}
+
 table curriculum-synthetic.yaml runs/seed-table benchmarks/results/orca_seed_table.json \
   --seeds 0 1 2 --split-seeds 0 1
+ensemble_row plain runs/seed-table 0
+ensemble_row plain runs/seed-table 1
 for split in 0 1; do
   for seed in 0 1 2; do
     table curriculum-synthetic-abstention.yaml runs/seed-table-abstention \
       benchmarks/results/orca_seed_table_abstention.json --seeds "$seed" --split-seeds "$split"
     open_check "$split" "$seed"
   done
+  ensemble_row abstention runs/seed-table-abstention "$split"
 done

@@ -25,6 +25,7 @@ from typing import Any
 from eval_common.inputs import read_json
 from eval_common.outputs import check_output_folder
 from orca_judge.checkpoint.atomic import atomic_dir, atomic_write_json
+from orca_judge.checkpoint.native import CONFIG_FILE, OWNED
 from orca_judge.checkpoint.native import ENSEMBLE_FILE as MANIFEST
 from orca_judge.errors import CheckpointError
 from orca_judge.judge import OrcaJudge, OrcaPrediction
@@ -43,7 +44,9 @@ class OrcaEnsemble:
     def __init__(self, members: Sequence[OrcaJudge]):
         if len(members) < MIN_MEMBERS:
             raise ValueError(f"an ensemble needs at least {MIN_MEMBERS} judges, got {len(members)}")
-        _check_same_reading(members)
+        names = [f"member {i}" for i in range(len(members))]
+        if problem := reading_problem([reading(m) for m in members], names):
+            raise ValueError(problem)
         self.members = list(members)
         self.config = members[0].config  # the input settings, which every member shares
 
@@ -61,12 +64,13 @@ class OrcaEnsemble:
     def describe(self) -> dict[str, Any]:
         """As OrcaJudge.describe; the clamp is each member's own, listed in member order."""
         setups = [m.describe() for m in self.members]
+        reasons = "; ".join(f"member {i}: {s['clamp_reason']}" for i, s in enumerate(setups))
         return {
             **setups[0],
             "members": len(setups),
             "clamp_threshold": [s["clamp_threshold"] for s in setups],
-            "clamp_reason": "each member clamps its own mean; the ensemble's clamped mean is "
-            "the mean of theirs",
+            "clamp_reason": "the mean of the members' clamped means, each clamped by its own "
+            f"threshold ({reasons})",
         }
 
     def score(
@@ -88,6 +92,8 @@ class OrcaEnsemble:
 def mixture(predictions: Sequence[OrcaPrediction]) -> OrcaPrediction:
     """The equal-weight mixture of several judges' predictions for one item."""
     k = len(predictions)
+    if len({p.id for p in predictions}) != 1:
+        raise ValueError(f"mixing predictions of different items: {[p.id for p in predictions]}")
     mean = sum(p.expected_unit for p in predictions) / k
     variance = None
     if all(p.variance_unit is not None for p in predictions):
@@ -97,6 +103,8 @@ def mixture(predictions: Sequence[OrcaPrediction]) -> OrcaPrediction:
     if all("probs" in p.distribution for p in predictions):
         columns = zip(*(p.distribution["probs"] for p in predictions), strict=True)
         distribution["probs"] = [sum(column) / k for column in columns]
+    if all("p" in p.distribution for p in predictions):  # a mixture of Bernoullis is one
+        distribution["p"] = sum(p.distribution["p"] for p in predictions) / k
     clamped = sum(p.clamped_unit for p in predictions) / k
     return OrcaPrediction(
         id=predictions[0].id,
@@ -148,6 +156,9 @@ def load_judge(path_or_hub_id: str | Path, **settings: Any) -> OrcaJudge | OrcaE
 
 def folder_digest(folder: Path) -> str:
     """sha256 over every file below `folder`: its path inside the folder, then its bytes."""
+    # A link could lead out of the ensemble to files that change; copies hold none.
+    if links := [p for p in [folder, *folder.rglob("*")] if p.is_symlink()]:
+        raise CheckpointError(f"{links[0]}: a symbolic link in an ensemble member; copy it whole")
     digest = hashlib.sha256()
     for file in sorted(p for p in folder.rglob("*") if p.is_file()):
         digest.update(file.relative_to(folder).as_posix().encode() + b"\0")
@@ -180,6 +191,11 @@ def read_manifest(root: Path) -> list[tuple[Path, str]]:
             raise CheckpointError(f"{where}: members[{i}] folder {folder!r} is not a plain name")
         if not (root / folder).is_dir():
             raise CheckpointError(f"{root / folder}: member {i} of the ensemble is missing")
+        for earlier, (earlier_folder, earlier_sha) in enumerate(out):
+            if root / folder == earlier_folder or files_sha256 == earlier_sha:
+                raise CheckpointError(
+                    f"{where}: members[{i}] repeats members[{earlier}]; each judge counts once"
+                )
         out.append((root / folder, files_sha256))
     return out
 
@@ -201,6 +217,11 @@ def write_ensemble(
     if len(paths) < MIN_MEMBERS:
         raise ValueError(f"an ensemble needs at least {MIN_MEMBERS} judges, got {len(paths)}")
     for path in paths:
+        if not path.is_dir():
+            raise ValueError(
+                f"{path}: not a folder; name local judge checkpoints (a Hub judge: "
+                "download it first, e.g. `huggingface-cli download ID --local-dir D`)"
+            )
         if is_ensemble(path):
             raise ValueError(f"{path}: is an ensemble itself; name its member judges instead")
     output = check_output_folder(
@@ -211,41 +232,75 @@ def write_ensemble(
         overwrite=overwrite,
         is_own=lambda _: False,  # any non-empty folder needs --overwrite, an ensemble too
     )
-    judges = [OrcaJudge.from_pretrained(p, device="cpu", backbone=backbone) for p in paths]
-    fingerprints = [j.fingerprint() for j in judges]
+    # One judge in memory at a time: what the checks need is its fingerprint and how it reads.
+    fingerprints, readings = [], []
+    for path in paths:
+        judge = OrcaJudge.from_pretrained(path, device="cpu", backbone=backbone)
+        fingerprints.append(judge.fingerprint())
+        readings.append(reading(judge))
+        del judge
     for i, fingerprint in enumerate(fingerprints):
         if fingerprint in fingerprints[:i]:
             first = paths[fingerprints.index(fingerprint)]
             raise ValueError(f"{paths[i]} is the same judge as {first}; each must count once")
-    OrcaEnsemble(judges)  # refuses members that read their inputs differently
+    if problem := reading_problem(readings, [str(p) for p in paths]):
+        raise ValueError(problem)
     members = [
         {"folder": f"member-{i}", "fingerprint": fp, "source": str(path.resolve())}
         for i, (path, fp) in enumerate(zip(paths, fingerprints, strict=True))
     ]
-    # Replacing an ensemble replaces its manifest and members; the folder's other files stay.
-    old_members = {e.name for e in output.glob("member-*")} if output.is_dir() else set()
-    owned = {MANIFEST, *old_members, *(m["folder"] for m in members)}
+    # Replacing an ensemble replaces its manifest and the members it lists; nothing else.
+    owned = {MANIFEST, *_listed_members(output), *(m["folder"] for m in members)}
     with atomic_dir(output, owned=owned) as tmp:
         for path, member in zip(paths, members, strict=True):
-            # symlinks=False: a copied member must not point back at files that may change.
-            shutil.copytree(path, tmp / member["folder"], symlinks=False)
+            _copy_member(path, tmp / member["folder"])
             member["files_sha256"] = folder_digest(tmp / member["folder"])
         atomic_write_json(tmp / MANIFEST, {"format": FORMAT, "members": members})
     return members
 
 
-def _check_same_reading(members: Sequence[OrcaJudge]) -> None:
-    """Members must read the same input blocks under the same token limit, with one likelihood."""
-    first = members[0]
-    for i, member in enumerate(members[1:], 1):
-        for what, mine, theirs in (
-            ("likelihood", member.config.likelihood, first.config.likelihood),
-            ("template", member.config.template, first.config.template),
-            ("input blocks", member.describe()["inputs"], first.describe()["inputs"]),
-            ("token limit", member.token_limit, first.token_limit),
-        ):
-            if mine != theirs:
-                raise ValueError(
-                    f"member {i} has {what} {mine}, member 0 {theirs}: an ensemble's members "
-                    "must read items alike; combine judges of one configuration"
+def _listed_members(folder: Path) -> list[str]:
+    """The member folders an existing ensemble's manifest lists (none when there is none)."""
+    if not is_ensemble(folder):
+        return []
+    try:
+        return [path.name for path, _ in read_manifest(folder)]
+    except CheckpointError:
+        return []  # a broken manifest: its folders are not known to be ours, so they stay
+
+
+def _copy_member(source: Path, target: Path) -> None:
+    """A judge's own files (a native checkpoint's names; else the whole folder), links resolved."""
+    if not (source / CONFIG_FILE).is_file():
+        shutil.copytree(source, target, symlinks=False)
+        return
+    target.mkdir()
+    for name in sorted(OWNED):
+        entry = source / name
+        if entry.is_dir():
+            shutil.copytree(entry, target / name, symlinks=False)
+        elif entry.is_file():
+            shutil.copy2(entry, target / name)
+
+
+def reading(judge: OrcaJudge) -> dict[str, Any]:
+    """How a judge reads an item: what the members of one ensemble must share."""
+    return {
+        "likelihood": judge.config.likelihood,
+        "template": judge.config.template,
+        "input blocks": judge.describe()["inputs"],
+        "token limit": judge.token_limit,
+    }
+
+
+def reading_problem(readings: Sequence[Mapping[str, Any]], names: Sequence[str]) -> str | None:
+    """Why judges that read items like `readings` cannot form one ensemble (None: they can)."""
+    first = readings[0]
+    for name, mine in zip(names[1:], readings[1:], strict=True):
+        for what, value in mine.items():
+            if value != first[what]:
+                return (
+                    f"{name} has {what} {value}, {names[0]} {first[what]}: an ensemble's "
+                    "members must read items alike; combine judges of one configuration"
                 )
+    return None

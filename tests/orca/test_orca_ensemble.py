@@ -7,9 +7,15 @@ import pytest
 import torch
 from orca_fixtures import synthetic_items, tiny_trained_checkpoint, write_jsonl
 
-from orca_judge import OrcaJudge, load_judge
+from orca_judge import OrcaJudge, OrcaPrediction, load_judge
 from orca_judge.checkpoint import update_config
-from orca_judge.checkpoint.ensemble import MANIFEST, OrcaEnsemble, write_ensemble
+from orca_judge.checkpoint.ensemble import (
+    MANIFEST,
+    OrcaEnsemble,
+    mixture,
+    reading_problem,
+    write_ensemble,
+)
 from orca_judge.cli import ensemble as cli_ensemble
 from orca_judge.cli import score as cli_score
 from orca_judge.errors import CheckpointError
@@ -133,6 +139,8 @@ def test_load_settings_reach_every_member_and_are_no_change_to_the_members(ensem
         ({"format": "orca-ensemble/1", "members": [{"folder": "member-0"}] * 2},
          r"members\[0\] needs 'folder', 'fingerprint', 'files_sha256' as strings"),
         ([1, 2], "format 'list', expected"),
+        ({"format": "orca-ensemble/1", "members": [MEMBER, {**MEMBER, "files_sha256": "z"}]},
+         r"members\[1\] repeats members\[0\]; each judge counts once"),
     ],
 )  # fmt: skip
 def test_a_broken_manifest_is_refused_naming_the_file_and_field(
@@ -146,7 +154,7 @@ def test_a_broken_manifest_is_refused_naming_the_file_and_field(
 
 
 def test_loading_an_ensemble_as_one_judge_says_how_to_load_it(ensemble):
-    with pytest.raises(CheckpointError, match=r"an ensemble of judges .*orca_judge.load_judge"):
+    with pytest.raises(CheckpointError, match=r"an ensemble of judges .*member-N .*load_judge"):
         OrcaJudge.from_pretrained(ensemble)
 
 
@@ -172,7 +180,7 @@ def test_members_that_read_items_differently_are_refused(members, tmp_path):
     other = tmp_path / "no-rationale"
     shutil.copytree(members[1], other)
     update_config(other, use_rationale=False)
-    with pytest.raises(ValueError, match=r"member 1 has input blocks .* combine judges of one"):
+    with pytest.raises(ValueError, match=r"no-rationale has input blocks .* combine judges of one"):
         write_ensemble([members[0], other], tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
@@ -186,6 +194,58 @@ def test_an_existing_folder_is_replaced_only_with_overwrite_and_foreign_files_st
     assert cli_ensemble.main([*map(str, members), "--output", str(out)]) == 2
     assert "pass --overwrite" in capsys.readouterr().err
     assert cli_ensemble.main([*map(str, members), "--output", str(out), "--overwrite"]) == 0
+    (out / "member-notes.txt").write_text("mine too")  # named like a member, not listed as one
+    assert (out / "member-2").is_dir()
     assert cli_ensemble.main([*map(str, members[:2]), "--output", str(out), "--overwrite"]) == 0
     assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "member-notes.txt").read_text() == "mine too"
+    assert not (out / "member-2").exists()  # the old ensemble's third member went with it
     assert len(load_judge(out).members) == 2
+
+
+def test_a_member_holding_a_link_is_refused_and_only_a_judges_own_files_are_copied(
+    members, ensemble, tmp_path
+):
+    source = tmp_path / "judge"
+    shutil.copytree(members[1], source)
+    (source / "my-notes.txt").write_text("not the judge's")
+    write_ensemble([members[0], source], tmp_path / "ens")
+    assert not (tmp_path / "ens" / "member-1" / "my-notes.txt").exists()
+    copy = tmp_path / "linked"
+    shutil.copytree(ensemble, copy)
+    (copy / "member-0" / "head.safetensors").unlink()
+    (copy / "member-0" / "head.safetensors").symlink_to(members[0] / "head.safetensors")
+    with pytest.raises(CheckpointError, match=r"head\.safetensors: a symbolic link"):
+        load_judge(copy)
+
+
+def test_a_hub_id_as_a_member_is_refused_in_one_line(members, tmp_path, capsys):
+    code = cli_ensemble.main([str(members[0]), "org/judge", "--output", str(tmp_path / "o")])
+    said = [line for line in capsys.readouterr().err.splitlines() if "orca-ensemble" in line]
+    assert code == 2 and len(said) == 1 and "org/judge: not a folder" in said[0]
+
+
+def _prediction(item_id, mean, variance, distribution):
+    return OrcaPrediction(item_id, 1 + 4 * mean, mean, None if variance is None else 16 * variance,
+                          variance, distribution, mean, mean, 10, False)  # fmt: skip
+
+
+def test_the_mixture_of_bernoulli_and_beta_judges():
+    bernoulli = mixture([_prediction("a", 0.2, None, {"p": 0.2}),
+                         _prediction("a", 0.6, None, {"p": 0.6})])  # fmt: skip
+    assert bernoulli.distribution["p"] == pytest.approx(0.4) and bernoulli.variance is None
+    beta = mixture([_prediction("a", 0.2, 0.01, {"alpha": 2.0, "beta": 8.0}),
+                    _prediction("a", 0.6, 0.02, {"alpha": 6.0, "beta": 4.0})])  # fmt: skip
+    assert beta.expected_unit == pytest.approx(0.4)
+    assert beta.variance_unit == pytest.approx(0.015 + 0.04)  # mean variance + spread of means
+    assert "probs" not in beta.distribution and len(beta.distribution["members"]) == 2
+    with pytest.raises(ValueError, match="different items"):
+        mixture([_prediction("a", 0.2, None, {"p": 0.2}), _prediction("b", 0.2, None, {"p": 0.2})])
+
+
+def test_judges_of_other_likelihoods_are_not_one_ensemble():
+    readings = [{"likelihood": "multinomial", "token limit": 8},
+                {"likelihood": "beta", "token limit": 8}]  # fmt: skip
+    problem = reading_problem(readings, ["a", "b"])
+    assert problem.startswith("b has likelihood beta, a multinomial")
+    assert reading_problem([readings[0], dict(readings[0])], ["a", "b"]) is None
