@@ -125,6 +125,10 @@ def _apply_overrides(ckpt: CheckpointContents, overrides: Mapping[str, Any]) -> 
             f"cannot override {', '.join(unknown)} when loading; "
             f"allowed: {', '.join(LOAD_OVERRIDES)}"
         )
+    if overrides.get("clamp_threshold") == 0:
+        # 0 given means off: a stored 0 would still clamp a Bernoulli judge, which has no
+        # variance and is clamped by the margin alone (a threshold, tuned or recorded, of 0).
+        overrides = {**overrides, "clamp_threshold": None}
     if overrides:
         ckpt.config = ckpt.config.replace(**overrides)
     flags = [k for k in ("use_question", "use_rationale", "use_transcript") if k in overrides]

@@ -123,7 +123,8 @@ def test_load_settings_reach_every_member_and_are_no_change_to_the_members(ensem
     for member in judge.members:
         setup = member.describe()
         assert setup["inputs"]["question"] is False and setup["token_limit"] == 24
-        assert setup["clamp_threshold"] == 0.0  # the override, for every member
+        assert setup["clamp_threshold"] is None  # 0 given turns clamping off, for every member
+        assert setup["clamp_reason"] == "given when loading (clamping off)"
     assert judge.describe()["inputs"]["question"] is False
     assert judge.fingerprint() != load_judge(ensemble).fingerprint()  # reads items otherwise
 

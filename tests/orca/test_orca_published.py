@@ -270,7 +270,7 @@ def test_orca_score_reports_published_threshold_settings_and_truncation(
     assert cli_score.main([*common, *backbone, *overrides]) == 0
     captured = capsys.readouterr()
     assert "(1 truncated to the 100-token limit)" in captured.out
-    assert "clamp threshold 0.0: given when loading (clamping off)" in captured.err
+    assert "clamp threshold none: given when loading (clamping off)" in captured.err
     assert "use_question given when loading): question no, rationale yes" in captured.err
 
 

@@ -137,6 +137,12 @@ def test_beta_and_bernoulli_judges_train_and_score(tmp_path, likelihood):
     preds = OrcaJudge.from_pretrained(tmp_path / "j").score(DEV[:3])
     assert result.best_dev_rho > 0.5
     assert all((p.variance is None) == (likelihood == "bernoulli") for p in preds)
+    # A clamp threshold of 0 given when loading turns clamping off, also without a variance
+    # (a stored 0 clamps a Bernoulli judge by the margin alone).
+    unclamped = OrcaJudge.from_pretrained(tmp_path / "j", clamp_threshold=0)
+    assert unclamped.config.clamp_threshold is None
+    assert unclamped.describe()["clamp_reason"] == "given when loading (clamping off)"
+    assert all(p.clamped_unit == p.expected_unit for p in unclamped.score(DEV))
 
 
 def test_items_over_the_character_limit_are_counted_not_silently_dropped(tmp_path):
