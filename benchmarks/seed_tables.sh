@@ -79,7 +79,14 @@ try:
 except (OSError, ValueError, KeyError, TypeError):
     sys.exit(1)
 PY
-  for run in "${members[@]}"; do [ -f "$run.json" ] || return 0; done  # a seed still to train
+  for run in "${members[@]}"; do
+    # A seed still to train, or a row kept from an earlier sitting whose run folder is gone:
+    # the ensemble needs the checkpoint, so say which one to train again.
+    [ -f "$run.json" ] && continue
+    if [ -f "$result" ]; then echo "ensemble $name: kept ($result; $run not here)" >&2
+    else echo "ensemble $name: $run not here (train it to write the ensemble)" >&2; fi
+    return 0
+  done
   mkdir -p "$(dirname "$result")" "$(dirname "$check")"
   "$PY" -m orca_judge.cli.ensemble "${members[@]}" --output "$folder" --overwrite
   local fraction status=0
