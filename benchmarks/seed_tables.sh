@@ -5,7 +5,9 @@
 # abstention run, `aqua-open-judge-check` on its judge (is it fit for open-ended AQUA at this
 # seed?) is written to benchmarks/results/open_judge_check/; once a split's three seeds are
 # trained, `orca-ensemble` of them is scored on its held-out part into
-# benchmarks/results/orca_ensemble/ (the three seeds, their mixture and the written folder).
+# benchmarks/results/orca_ensemble/ (the three seeds, their mixture and the written folder);
+# a seed whose row was kept from an earlier sitting but whose run folder is gone is trained
+# again for it (training is deterministic on one machine: the same judge, its row kept).
 # Every step resumes where it stopped (benchmarks/orca_seed_table.py; a check or ensemble
 # already written is not run again), so start it again at each sitting:
 #
@@ -22,11 +24,11 @@ export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 # Before an hour of training, not after it.
 [ -d "$AQUA_DATA" ] || { echo "AQUA_DATA=$AQUA_DATA: no such folder (the released AQUA files)" >&2; exit 2; }
 
-table() {  # table RECIPE OUT RESULTS --seeds ... --split-seeds ...
+table() {  # table RECIPE OUT RESULTS --seeds ... --split-seeds ... (RESULTS "": no merge)
   local config=$1 out=$2 results=$3
   shift 3
   "$PY" benchmarks/orca_seed_table.py --config "configs/orca/$config" --data-dir data/orca-human \
-    --backbone models/smollm2-135m --out "$out" --results "$results" "$@"
+    --backbone models/smollm2-135m --out "$out" ${results:+--results "$results"} "$@"
 }
 
 open_check() {  # open_check SPLIT SEED: the check on that abstention run's judge, as JSON
@@ -65,8 +67,8 @@ PY
   mv "$result.tmp" "$result"
 }
 
-ensemble_row() {  # ensemble_row NAME RUNS SPLIT: `orca-ensemble` of the split's three seeds
-  local name=$1-split-$3 runs=$2 split=$3 seeds=(0 1 2)
+ensemble_row() {  # ensemble_row NAME RECIPE RUNS SPLIT: `orca-ensemble` of the split's three seeds
+  local name=$1-split-$4 recipe=$2 runs=$3 split=$4 seeds=(0 1 2)
   local result=benchmarks/results/orca_ensemble/$name.json folder=runs/ensemble/$name
   local members=("${seeds[@]/#/"$runs/split-$split-seed-"}")
   local check=benchmarks/results/open_judge_check/$name-ensemble.json
@@ -79,13 +81,13 @@ try:
 except (OSError, ValueError, KeyError, TypeError):
     sys.exit(1)
 PY
-  for run in "${members[@]}"; do
-    # A seed still to train, or a row kept from an earlier sitting whose run folder is gone:
-    # the ensemble needs the checkpoint, so say which one to train again.
-    [ -f "$run.json" ] && continue
-    if [ -f "$result" ]; then echo "ensemble $name: kept ($result; $run not here)" >&2
-    else echo "ensemble $name: $run not here (train it to write the ensemble)" >&2; fi
-    return 0
+  for seed in "${seeds[@]}"; do
+    [ -f "$runs/split-$split-seed-$seed.json" ] && continue
+    if [ -f "$result" ]; then echo "ensemble $name: kept ($result; its runs are not here)" >&2; return 0; fi
+    # A row kept from an earlier sitting whose run folder is gone (the table runs every seed
+    # before this): the ensemble needs its checkpoint, so train it again, its row left as it is.
+    echo "ensemble $name: training split $split seed $seed again for its checkpoint" >&2
+    table "$recipe" "$runs" "" --seeds "$seed" --split-seeds "$split" >/dev/null || return 1
   done
   mkdir -p "$(dirname "$result")" "$(dirname "$check")"
   "$PY" -m orca_judge.cli.ensemble "${members[@]}" --output "$folder" --overwrite
@@ -127,13 +129,13 @@ PY
 
 table curriculum-synthetic.yaml runs/seed-table benchmarks/results/orca_seed_table.json \
   --seeds 0 1 2 --split-seeds 0 1
-ensemble_row plain runs/seed-table 0
-ensemble_row plain runs/seed-table 1
+ensemble_row plain curriculum-synthetic.yaml runs/seed-table 0
+ensemble_row plain curriculum-synthetic.yaml runs/seed-table 1
 for split in 0 1; do
   for seed in 0 1 2; do
     table curriculum-synthetic-abstention.yaml runs/seed-table-abstention \
       benchmarks/results/orca_seed_table_abstention.json --seeds "$seed" --split-seeds "$split"
     open_check "$split" "$seed"
   done
-  ensemble_row abstention runs/seed-table-abstention "$split"
+  ensemble_row abstention curriculum-synthetic-abstention.yaml runs/seed-table-abstention "$split"
 done
