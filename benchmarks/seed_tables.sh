@@ -14,12 +14,17 @@
 #   nohup nice -n 19 benchmarks/seed_tables.sh > runs/seed-tables.log 2>&1 &
 #
 # and commit benchmarks/results/ after each finished run. Needs the human ratings in
-# data/orca-human (orca-fetch-ratings), the backbone in models/smollm2-135m and, for the
-# check, the released AQUA files in $AQUA_DATA (default ../shared/data/aqua-bench).
+# data/orca-human (orca-fetch-ratings), the backbone in models/$BACKBONE (`orca-backbone`;
+# default smollm2-135m, or gemma-3-270m: its tables, runs and checks carry the backbone's name)
+# and, for the check, the released AQUA files in $AQUA_DATA (default ../shared/data/aqua-bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 AQUA_DATA=${AQUA_DATA:-../shared/data/aqua-bench}
+BACKBONE=${BACKBONE:-smollm2-135m}
+# The SmolLM2 tables came first and keep their plain names.
+TAG=$([ "$BACKBONE" = smollm2-135m ] || echo "-$BACKBONE")
+[ -f "models/$BACKBONE/config.json" ] || { echo "models/$BACKBONE: no backbone there (orca-backbone $BACKBONE)" >&2; exit 2; }
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 # Before an hour of training, not after it.
 [ -d "$AQUA_DATA" ] || { echo "AQUA_DATA=$AQUA_DATA: no such folder (the released AQUA files)" >&2; exit 2; }
@@ -28,12 +33,12 @@ table() {  # table RECIPE OUT RESULTS --seeds ... --split-seeds ... (RESULTS "":
   local config=$1 out=$2 results=$3
   shift 3
   "$PY" benchmarks/orca_seed_table.py --config "configs/orca/$config" --data-dir data/orca-human \
-    --backbone models/smollm2-135m --out "$out" ${results:+--results "$results"} "$@"
+    --backbone "models/$BACKBONE" --out "$out" ${results:+--results "$results"} "$@"
 }
 
 open_check() {  # open_check SPLIT SEED: the check on that abstention run's judge, as JSON
-  local run=runs/seed-table-abstention/split-$1-seed-$2
-  local result=benchmarks/results/open_judge_check/abstention-split-$1-seed-$2.json status=0
+  local run=runs/seed-table-abstention$TAG/split-$1-seed-$2
+  local result=benchmarks/results/open_judge_check/abstention$TAG-split-$1-seed-$2.json status=0
   # The check is the run's: it holds the run's recipe and is run again when that changed.
   "$PY" - "$run.json" "$result" <<'PY' && return 0
 import json, os, sys
@@ -68,7 +73,7 @@ PY
 }
 
 ensemble_row() {  # ensemble_row NAME RECIPE RUNS SPLIT: `orca-ensemble` of the split's three seeds
-  local name=$1-split-$4 recipe=$2 runs=$3 split=$4 seeds=(0 1 2)
+  local name=$1$TAG-split-$4 recipe=$2 runs=$3 split=$4 seeds=(0 1 2)
   local result=benchmarks/results/orca_ensemble/$name.json folder=runs/ensemble/$name
   local members=("${seeds[@]/#/"$runs/split-$split-seed-"}")
   local check=benchmarks/results/open_judge_check/$name-ensemble.json
@@ -97,7 +102,7 @@ PY
     --heldout-fraction "$fraction" --data data/orca-human --json)
   "$PY" "${select[@]}" --checkpoint "${members[@]}" > "$result.members.tmp"
   "$PY" "${select[@]}" --checkpoint "$folder" > "$result.folder.tmp"
-  if [ "$1" = abstention ]; then  # is the ensemble fit for open-ended AQUA? (0 fit, 1 not)
+  if [[ $1 = abstention* ]]; then  # is the ensemble fit for open-ended AQUA? (0 fit, 1 not)
     "$PY" -m aqua_tasks.cli.open_judge_check --checkpoint "$folder" --data-dir "$AQUA_DATA" \
       --human-items data/orca-human/dev.jsonl --device cpu --json > "$check.tmp" || status=$?
   fi
@@ -127,15 +132,15 @@ PY
   rm -f "$result.members.tmp" "$result.folder.tmp"
 }
 
-table curriculum-synthetic.yaml runs/seed-table benchmarks/results/orca_seed_table.json \
+table curriculum-synthetic.yaml "runs/seed-table$TAG" "benchmarks/results/orca_seed_table$TAG.json" \
   --seeds 0 1 2 --split-seeds 0 1
-ensemble_row plain curriculum-synthetic.yaml runs/seed-table 0
-ensemble_row plain curriculum-synthetic.yaml runs/seed-table 1
+ensemble_row plain curriculum-synthetic.yaml "runs/seed-table$TAG" 0
+ensemble_row plain curriculum-synthetic.yaml "runs/seed-table$TAG" 1
 for split in 0 1; do
   for seed in 0 1 2; do
-    table curriculum-synthetic-abstention.yaml runs/seed-table-abstention \
-      benchmarks/results/orca_seed_table_abstention.json --seeds "$seed" --split-seeds "$split"
+    table curriculum-synthetic-abstention.yaml "runs/seed-table-abstention$TAG" \
+      "benchmarks/results/orca_seed_table_abstention$TAG.json" --seeds "$seed" --split-seeds "$split"
     open_check "$split" "$seed"
   done
-  ensemble_row abstention curriculum-synthetic-abstention.yaml runs/seed-table-abstention "$split"
+  ensemble_row abstention curriculum-synthetic-abstention.yaml "runs/seed-table-abstention$TAG" "$split"
 done
