@@ -26,7 +26,7 @@ _EXPORTS = {
     "Verdict": "aqua_tasks.core.scoring",
     "score_reply": "aqua_tasks.core.scoring",
     "summarize": "aqua_tasks.core.scoring",
-    # saved runs scored as aqua-score, aqua-report and aqua-regress score them
+    # saved runs scored as aqua score, aqua report and aqua regress score them
     "RunScores": "aqua_tasks.runs.scoring",
     "ScoreSettings": "aqua_tasks.runs.scoring",
     "read_run": "aqua_tasks.runs.read",
@@ -37,7 +37,7 @@ _EXPORTS = {
     "audio_for_item": "aqua_tasks.audio.clips",
     "load_audio": "aqua_tasks.audio.clips",
     "resolve_audio": "aqua_tasks.audio.clips",
-    # aqua-build: AQUA's four types for another multiple-choice audio benchmark
+    # aqua build: AQUA's four types for another multiple-choice audio benchmark
     "BuildConfig": "aqua_tasks.build.builder",
     "GeneratorSettings": "aqua_tasks.build.api",
     "build_file": "aqua_tasks.build.api",

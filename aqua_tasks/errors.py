@@ -12,8 +12,8 @@
         │       └── RunReadError                       no AQUA results to report
         ├── AudioFileError (FileNotFoundError, ValueError)   a clip missing or unreadable
         │   └── ClipCheckError                         clips the model cannot take
-        ├── PrepareError (ValueError)                  a source of `aqua-audio prepare`
-        ├── BuildError (ValueError)                    a source set or setting of `aqua-build`
+        ├── PrepareError (ValueError)                  a source of `aqua audio prepare`
+        ├── BuildError (ValueError)                    a source set or setting of `aqua build`
         ├── ModelArgumentError (ValueError)            a model argument of our models
         ├── EndpointError (RuntimeError)               a server that refuses every request
         ├── UncollectedOutcomesError (RuntimeError)    per-item values that never reached results
@@ -27,7 +27,7 @@ a reader that needs a wider type subclasses it here instead.
 
 Control flow, not errors: three exceptions carry a reason label between the functions of one
 room and are always caught there, so they are not in this family (one that escaped would be a
-bug, and keeps its traceback): `Skip` (a clip `aqua-build` leaves out, private to
+bug, and keeps its traceback): `Skip` (a clip `aqua build` leaves out, private to
 `build/builder.py`), `InvalidDraft` (a draft that breaks an IAQD rule, `build/iaqd.py`, caught
 by the generators) and `RequestFailure` (one failed HTTP attempt, `eval_common/http.py`, caught
 by the chat client, the IAQD generator and the prompted judge).
@@ -86,12 +86,12 @@ class AudioFileError(AquaError, FileNotFoundError, ValueError):
 class ClipCheckError(AudioFileError):
     """Clips of a run that the model cannot take; raised before any inference.
 
-    An AudioFileError, so `aqua-eval` reports it in one line like a missing clip.
+    An AudioFileError, so `aqua eval` reports it in one line like a missing clip.
     """
 
 
 class PrepareError(AquaError, ValueError):
-    """The source given to `aqua-audio prepare` cannot be used."""
+    """The source given to `aqua audio prepare` cannot be used."""
 
 
 class BuildError(AquaError, ValueError):

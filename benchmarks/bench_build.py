@@ -1,4 +1,4 @@
-"""`aqua-build` on MMAU test-mini (1000 items) with the template generator: wall time.
+"""`aqua build` on MMAU test-mini (1000 items) with the template generator: wall time.
 
 Reports the median over repeats of the whole build (read, build, write the file and its
 manifest) and, as the floor measured in the same run, of only reading the source and writing

@@ -1,6 +1,6 @@
 """The extractor's cold start: a fresh process reading its first reply, today vs a git commit.
 
-Every `lm_eval` run, `aqua-score` and lmms-eval run reads its first reply in a fresh process, so
+Every `lm_eval` run, `aqua score` and lmms-eval run reads its first reply in a fresh process, so
 whatever the extractor builds on first use (its compiled rules, the lexicon's patterns) is
 paid once per run. Each child imports `aqua-rules`, then reads one reply; the time from
 before the import to after the reply is the cold start. Today's code and the extractor

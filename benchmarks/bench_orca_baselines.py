@@ -1,6 +1,6 @@
 """Cheap baselines (and optionally trained judges) on the question-disjoint held-out part of dev.
 
-The held-out split is the one `orca-train --heldout-fraction 0.5 --split-seed 0` reports on:
+The held-out split is the one `orca train --heldout-fraction 0.5 --split-seed 0` reports on:
 half of the dev questions that never occur in train.
 
     python benchmarks/bench_orca_baselines.py [--checkpoint CKPT ...] [--json]
@@ -72,7 +72,7 @@ def minilm_cosine(items: list[OrcaItem]) -> list[float] | None:
 def heldout_split(
     data_dir: Path, fraction: float, seed: int
 ) -> tuple[list[OrcaItem], list[OrcaItem]]:
-    """(dev part for early stopping, held-out part) exactly as orca-train splits them."""
+    """(dev part for early stopping, held-out part) exactly as orca train splits them."""
     train = load_items(data_dir / "train.jsonl", require_ratings=True)
     dev = load_items(data_dir / "dev.jsonl", require_ratings=True)
     return question_disjoint_split(dev, fraction, seed, {it.question for it in train})

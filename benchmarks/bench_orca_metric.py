@@ -1,6 +1,6 @@
-"""The ORCA judge inside an lm-eval run vs orca-score's path on the same items, in one process.
+"""The ORCA judge inside an lm-eval run vs orca score's path on the same items, in one process.
 
-orca-score path: load the judge, score the items. lm-eval path: `orca_human` through
+orca score path: load the judge, score the items. lm-eval path: `orca_human` through
 `simple_evaluate` with the `orca-replay` model (its answers are the items' candidates), the
 judge loaded by the metric's pre-generation hook and scored once at aggregation. Reports the
 judge's time in each (load + scoring), the overhead ratio, the whole run's wall time, and
@@ -149,7 +149,7 @@ def main() -> None:
             f"({n / r['score_s']:.2f} items/s)"
         )
     print(f"lm-eval run wall time {inside['run_wall_s']:.2f} s")
-    print(f"judge time inside lm-eval / orca-score: {report['judge_overhead_ratio']:.2f}x")
+    print(f"judge time inside lm-eval / orca score: {report['judge_overhead_ratio']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ SETTINGS = {
 
 
 def _recipe(args: argparse.Namespace) -> tuple[dict, dict]:
-    """(judge config, training arguments) of the recipe's last stage, as orca-train reads them."""
+    """(judge config, training arguments) of the recipe's last stage, as orca train reads them."""
     from orca_judge.training.arguments import split_settings
     from orca_judge.training.plan import plan_stages
 

@@ -1,6 +1,6 @@
 """Size of lm-eval's `--log_samples` file for one released track (1440 items).
 
-Runs `aqua-eval --model aqua-first-option --tasks aqua_<track> --log_samples` on stand-in
+Runs `aqua eval --model aqua-first-option --tasks aqua_<track> --log_samples` on stand-in
 audio (one-word replies), then reports the file's bytes and a breakdown per sample field.
 The baselines, measured in the same run, are the same file rewritten in the layouts written
 before: each doc carrying the whole run manifest (from the results file) and no clip index,
@@ -45,14 +45,15 @@ def make_audio(data_dir: Path, track: str, root: Path) -> None:
 
 
 def run_track(data_dir: Path, track: str, work: Path) -> tuple[Path, dict]:
-    """The samples file of one aqua-eval run of the track, and its task's recorded manifest."""
+    """The samples file of one aqua eval run of the track, and its task's recorded manifest."""
     audio = work / "audio"
     make_audio(data_dir, track, audio)
     metadata = json.dumps({"data_dir": str(data_dir), "audio_root": str(audio)})
     out = work / "run"
     proc = subprocess.run(
         [
-            str(BIN / "aqua-eval"),
+            str(BIN / "aqua"),
+            "eval",
             "--model",
             "aqua-first-option",
             "--tasks",
@@ -67,7 +68,7 @@ def run_track(data_dir: Path, track: str, work: Path) -> tuple[Path, dict]:
         text=True,
     )
     if proc.returncode != 0:
-        sys.exit(f"aqua-eval failed: {proc.stderr[-2000:]}")
+        sys.exit(f"aqua eval failed: {proc.stderr[-2000:]}")
     (samples,) = out.rglob("samples_*.jsonl")
     (results,) = out.rglob("results_*.json")
     configs = json.loads(results.read_text(encoding="utf-8"))["configs"]

@@ -6,11 +6,11 @@
    hook's finder). Bytecode caches on, as for an installed package; one warm-up child each.
    Interleaved runs; medians of the in-child times and their difference.
 2. An AQUA-only run: `aqua_animal` text-only on 4 items with lm-eval's `dummy` model, offline,
-   through `aqua-eval` (which indexes our task folder without lm-eval's ~14 700 built-in task
+   through `aqua eval` (which indexes our task folder without lm-eval's ~14 700 built-in task
    files) and plain `lm_eval` with the hook (lm-eval's own command line, its full index),
    against plain `lm_eval --include_path` with the hook off (lm-eval as it is). Medians over
    interleaved repeats; the start-up ratio is each median over the hook-off one; the target,
-   <= 0.6, is aqua-eval's. `--check` exits 1 where it misses it.
+   <= 0.6, is aqua eval's. `--check` exits 1 where it misses it.
 
     python benchmarks/bench_startup.py --data-dir ../shared/data/aqua-bench [--repeats 3]
         [--hook-repeats 40] [--no-runs] [--no-hook] [--check] [--json]
@@ -38,7 +38,7 @@ BASELINE = "lm_eval --include_path (hook off)"
 TARGET_RATIO = 0.6
 # The command the target is for: plain lm_eval indexes lm-eval's whole task tree as it always
 # did (no patch of its command line narrows it).
-TARGETED = "aqua-eval"
+TARGETED = "aqua eval"
 # Imported by each child after start-up: every one of these imports meets the hook's finder.
 WORKLOAD = (
     "json, csv, email.parser, http.client, argparse, decimal, fractions, statistics, "
@@ -141,7 +141,7 @@ def run_startup(data_dir: Path, repeats: int) -> dict:
             [str(bin_dir / "lm_eval"), "--include_path", str(task_config_dir()), *common],
             off,
         ),
-        "aqua-eval": ([str(bin_dir / "aqua-eval"), *common], on),
+        "aqua eval": ([str(bin_dir / "aqua"), "eval", *common], on),
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(repeats):

@@ -1,4 +1,4 @@
-"""A whole released track through `aqua-eval` with a model that reads every clip.
+"""A whole released track through `aqua eval` with a model that reads every clip.
 
 Measures wall time and peak memory (max RSS) at two clip counts, for our lazily decoded
 audio and, as the baseline measured in the same run, for eagerly decoded arrays (what a
@@ -41,7 +41,7 @@ def make_audio(data_dir: Path, root: Path) -> None:
 
 
 def child(data_dir: str, audio_root: str, limit: int, eager: bool) -> None:
-    """One aqua-eval run in this process; prints wall time and max RSS as JSON."""
+    """One aqua eval run in this process; prints wall time and max RSS as JSON."""
     from aqua_tasks.audio.clips import load_audio
     from aqua_tasks.models.baselines import AquaBaselineLM
     from aqua_tasks.task import definition

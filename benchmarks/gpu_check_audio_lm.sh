@@ -12,7 +12,7 @@
 #    batches of --batch-size; asserts the device and dtype, asserts that at least
 #    --min-agreement of the batched replies equal the unbatched ones (1.0: all), and prints
 #    items/s of both and the peak GPU memory.
-# 2. aqua-eval: with the released questions (AQUA_DATA_DIR, default
+# 2. aqua eval: with the released questions (AQUA_DATA_DIR, default
 #    ${AQUA_SHARED_DIR:-../shared}/data/aqua-bench), --limit items per track on synthesized
 #    stand-in audio through the real CLI; prints the run record from the results file
 #    (items/s, peak memory, devices, revision). Skipped without the released files.
@@ -131,7 +131,7 @@ print("direct check OK")
 EOF
 
 if [[ ! -f "$DATA/AQUA-Bench-Animal-Sounds-Track.json" ]]; then
-    echo "== no released data at $DATA: aqua-eval step skipped (set AQUA_DATA_DIR)"
+    echo "== no released data at $DATA: aqua eval step skipped (set AQUA_DATA_DIR)"
     exit 0
 fi
 
@@ -157,7 +157,7 @@ for track in TRACKS:
         sf.write(path, (0.2 * np.sin(2 * np.pi * rng.uniform(100, 2000) * t)).astype(np.float32), rate)
 EOF
 
-echo "== aqua-eval: --model aqua-audiolm, $DTYPE on $DEVICE, batch $BATCH"
+echo "== aqua eval: --model aqua-audiolm, $DTYPE on $DEVICE, batch $BATCH"
 "$PY" -m eval_plugins.cli.aqua_eval \
     --model aqua-audiolm \
     --model_args "pretrained=$PRETRAINED,device=$DEVICE,dtype=$DTYPE,batch_size=$BATCH,max_gen_toks=$MAX_NEW" \
@@ -175,5 +175,5 @@ for task in ("aqua_animal", "aqua_music", "aqua_vocal"):
     assert results["results"][task]["n_items,none"] == int(sys.argv[2]), task
 record = results["config"]["aqua_audiolm"]
 print("run record:", json.dumps(record))
-print("aqua-eval check OK:", {t: r["n_items,none"] for t, r in results["results"].items()})
+print("aqua eval check OK:", {t: r["n_items,none"] for t, r in results["results"].items()})
 EOF

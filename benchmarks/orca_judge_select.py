@@ -1,15 +1,15 @@
 """Compare trained ORCA judges, and their ensemble, on one part of the dev file.
 
 Model selection must only look at the early-stopping part (`--part dev`, the default): the
-dev items `orca-train --heldout-fraction F --split-seed S` kept for early stopping. The
+dev items `orca train --heldout-fraction F --split-seed S` kept for early stopping. The
 held-out part (`--part heldout`) is for the final report of a chosen candidate, once.
 
     python benchmarks/orca_judge_select.py --checkpoint A B [C ...] [--part dev|heldout]
         [--data DIR] [--heldout-fraction 0.5] [--split-seed 0] [--json]
 
 The ensemble row is the equal-weight mixture of the judges' predicted rating distributions
-(`orca_judge.checkpoint.ensemble.mixture`), as `orca-ensemble` of those judges scores it when
-it accepts them (members that read items alike). A checkpoint may itself be an `orca-ensemble`
+(`orca_judge.checkpoint.ensemble.mixture`), as `orca ensemble` of those judges scores it when
+it accepts them (members that read items alike). A checkpoint may itself be an `orca ensemble`
 folder; in the ensemble row it then counts as one judge, not as its members.
 """
 
@@ -34,7 +34,7 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "orca-human"
 
 
 def split_parts(data_dir: Path, fraction: float, seed: int) -> dict[str, list[OrcaItem]]:
-    """The early-stopping ("dev") and held-out parts of dev.jsonl, as orca-train makes them."""
+    """The early-stopping ("dev") and held-out parts of dev.jsonl, as orca train makes them."""
     train = load_items(data_dir / "train.jsonl", require_ratings=True)
     dev = load_items(data_dir / "dev.jsonl", require_ratings=True)
     (dev_part,), heldout = split_heldout([train], [dev], fraction, seed)
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             ),
             "seconds": round(time.perf_counter() - start, 1),
         }
-    if len(all_preds) > 1:  # what `orca-ensemble` of these judges would score
+    if len(all_preds) > 1:  # what `orca ensemble` of these judges would score
         mixed = [mixture(per_item) for per_item in zip(*all_preds, strict=True)]
         variances = [p.variance_unit for p in mixed]
         has_var = all(v is not None for v in variances)

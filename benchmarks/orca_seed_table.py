@@ -2,10 +2,10 @@
 
 For every split seed P and training seed S this runs
 
-    orca-train --config CONFIG --seed S --split-seed P --heldout-fraction F \
+    orca train --config CONFIG --seed S --split-seed P --heldout-fraction F \
         --output OUT/split-P-seed-S --json [ORCA_TRAIN_ARGS ...]
 
-in a process of its own, one after another, and reads the held-out figures `orca-train`
+in a process of its own, one after another, and reads the held-out figures `orca train`
 writes to the checkpoint's `metrics.json` (ρ, τ, MAE_μ, MAE_σ² on the questions that neither
 train nor early stopping sees; raw, or clamped with `--clamped`). The table gives each run
 with its wall time and peak memory (the child's maximum resident set), then per split and
@@ -13,9 +13,9 @@ over all runs the median and the worst seed, and the spread (best − worst ρ).
 
 Rerunning the same command continues where it stopped: a finished run is read, not trained
 again (its time and memory come from `OUT/split-P-seed-S.json`, written when it finished), and
-a run interrupted mid-way resumes from its run folder, as `orca-train` does (its time is then
+a run interrupted mid-way resumes from its run folder, as `orca train` does (its time is then
 that of the part run after the resume, flagged `resumed`). A run folder that
-holds another run (other config or flags) is refused by `orca-train` itself, naming the
+holds another run (other config or flags) is refused by `orca train` itself, naming the
 difference.
 
     python benchmarks/orca_seed_table.py --config configs/orca/curriculum-synthetic.yaml \
@@ -25,10 +25,10 @@ difference.
 
 `--check` exits 1 when the worst seed's ρ is under `--target-rho` or the spread over
 `--max-spread` (issue targets: .85 and .03). Environment: set `OMP_NUM_THREADS` and
-`HF_HUB_OFFLINE=1` as for `orca-train`.
+`HF_HUB_OFFLINE=1` as for `orca train`.
 
 Every record is checked before it is used: a run's record names its recipe (config file and
-its SHA-256, held-out fraction, data folder, backbone, the extra orca-train flags, seeds, and
+its SHA-256, held-out fraction, data folder, backbone, the extra orca train flags, seeds, and
 each stage's training data fingerprinted, rule-built candidates included), and
 one made by another recipe, or unreadable, is refused with one line naming the file — never
 read as this recipe's figures. `--results FILE` (benchmarks/results/orca_seed_table.json)
@@ -54,7 +54,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 FIGURES = ("rho", "tau", "mae_mu", "mae_var")
-# orca-train flags the table sets per run (or forwards from its own flags).
+# orca train flags the table sets per run (or forwards from its own flags).
 TABLE_FLAGS = ("--config", "--train", "--dev", "--data-dir", "--backbone", "--seed",
                "--split-seed", "--heldout-fraction", "--output")  # fmt: skip
 
@@ -73,7 +73,7 @@ def started_before(folder: Path) -> bool:
 
 
 def train_once(command: list[str], log: Path) -> tuple[float, float]:
-    """Run one orca-train child; (wall seconds, peak RSS in MB). Raises on a non-zero exit."""
+    """Run one orca train child; (wall seconds, peak RSS in MB). Raises on a non-zero exit."""
     started = time.perf_counter()
     with log.open("a", encoding="utf-8") as sink:
         child = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
@@ -86,7 +86,7 @@ def train_once(command: list[str], log: Path) -> tuple[float, float]:
 
 
 def heldout_figures(checkpoint: Path, kind: str) -> dict[str, float]:
-    """The held-out figures orca-train wrote for this checkpoint."""
+    """The held-out figures orca train wrote for this checkpoint."""
     metrics_file = checkpoint / "metrics.json"
     try:
         heldout = json.loads(metrics_file.read_text())["heldout"]
@@ -102,7 +102,7 @@ def heldout_figures(checkpoint: Path, kind: str) -> dict[str, float]:
 
 
 def training_data(args: argparse.Namespace, seed: int) -> dict[str, dict[str, str]]:
-    """Each stage's training data as orca-train will build it at this seed, fingerprinted: the
+    """Each stage's training data as orca train will build it at this seed, fingerprinted: the
     config's hash alone misses a change to the data files or to the rules that synthesize a
     stage's candidates."""
     from orca_judge.training.plan import plan_stages, training_data_fingerprints
@@ -262,10 +262,10 @@ def main(argv: list[str] | None = None) -> int:
         cut = argv.index("--")
         argv, extra = argv[:cut], argv[cut + 1 :]
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", type=Path, required=True, help="orca-train --config YAML")
+    parser.add_argument("--config", type=Path, required=True, help="orca train --config YAML")
     parser.add_argument("--out", type=Path, required=True, help="folder of the runs")
-    parser.add_argument("--data-dir", type=Path, help="orca-train --data-dir")
-    parser.add_argument("--backbone", help="orca-train --backbone (a local folder offline)")
+    parser.add_argument("--data-dir", type=Path, help="orca train --data-dir")
+    parser.add_argument("--backbone", help="orca train --backbone (a local folder offline)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--split-seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--heldout-fraction", type=float, default=0.5)
@@ -282,10 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     # The table sets these itself, and the recipe fingerprints the data they choose: given
-    # again to orca-train (the last flag wins) they would train on data the recipe never saw.
+    # again to orca train (the last flag wins) they would train on data the recipe never saw.
     for flag in TABLE_FLAGS:
         if any(arg == flag or arg.startswith(f"{flag}=") for arg in extra):
-            parser.error(f"{flag} after --: give it as the table's own flag, not orca-train's")
+            parser.error(f"{flag} after --: give it as the table's own flag, not orca train's")
     for flag, value in (("--target-rho", args.target_rho), ("--max-spread", args.max_spread)):
         if not (math.isfinite(value) and -1 <= value <= 2):
             parser.error(f"{flag}: expected a finite number in [-1, 2], got {value!r}")
@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                     *extra,
                 ]  # fmt: skip
                 print(f"training split {split_seed} seed {seed} -> {folder}", file=sys.stderr)
-                # Folders left by an interrupted run: orca-train resumes them (refusing those
+                # Folders left by an interrupted run: orca train resumes them (refusing those
                 # of another recipe), and the time measured is that of the part run now.
                 resumed = started_before(folder)
                 seconds, peak_mb = train_once(command, args.out / f"{folder.name}.log")

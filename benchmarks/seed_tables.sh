@@ -2,9 +2,9 @@
 # The two ORCA seed tables, one training run at a time, each run's row committed as it ends:
 # the recommended recipe (curriculum-synthetic.yaml), then the same recipe with the abstention
 # kinds (curriculum-synthetic-abstention.yaml), split seed 0 before split seed 1. After each
-# abstention run, `aqua-open-judge-check` on its judge (is it fit for open-ended AQUA at this
+# abstention run, `aqua open-judge-check` on its judge (is it fit for open-ended AQUA at this
 # seed?) is written to benchmarks/results/open_judge_check/; once a split's three seeds are
-# trained, `orca-ensemble` of them is scored on its held-out part into
+# trained, `orca ensemble` of them is scored on its held-out part into
 # benchmarks/results/orca_ensemble/ (the three seeds, their mixture and the written folder);
 # a seed whose row was kept from an earlier sitting but whose run folder is gone is trained
 # again for it (training is deterministic on one machine: the same judge, its row kept).
@@ -14,7 +14,7 @@
 #   nohup nice -n 19 benchmarks/seed_tables.sh > runs/seed-tables.log 2>&1 &
 #
 # and commit benchmarks/results/ after each finished run. Needs the human ratings in
-# data/orca-human (orca-fetch-ratings), the backbone in models/$BACKBONE (`orca-backbone`;
+# data/orca-human (orca fetch-ratings), the backbone in models/$BACKBONE (`orca backbone NAME --output models/NAME`;
 # default smollm2-135m, or gemma-3-270m: its tables, runs and checks carry the backbone's name)
 # and, for the check, the released AQUA files in $AQUA_DATA (default ../shared/data/aqua-bench).
 set -euo pipefail
@@ -24,7 +24,7 @@ AQUA_DATA=${AQUA_DATA:-../shared/data/aqua-bench}
 BACKBONE=${BACKBONE:-smollm2-135m}
 # The SmolLM2 tables came first and keep their plain names.
 TAG=$([ "$BACKBONE" = smollm2-135m ] || echo "-$BACKBONE")
-[ -f "models/$BACKBONE/config.json" ] || { echo "models/$BACKBONE: no backbone there (orca-backbone $BACKBONE)" >&2; exit 2; }
+[ -f "models/$BACKBONE/config.json" ] || { echo "models/$BACKBONE: no backbone there (orca backbone $BACKBONE --output models/$BACKBONE)" >&2; exit 2; }
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 # Before an hour of training, not after it.
 [ -d "$AQUA_DATA" ] || { echo "AQUA_DATA=$AQUA_DATA: no such folder (the released AQUA files)" >&2; exit 2; }
@@ -72,7 +72,7 @@ PY
   mv "$result.tmp" "$result"
 }
 
-ensemble_row() {  # ensemble_row NAME RECIPE RUNS SPLIT: `orca-ensemble` of the split's three seeds
+ensemble_row() {  # ensemble_row NAME RECIPE RUNS SPLIT: `orca ensemble` of the split's three seeds
   local name=$1$TAG-split-$4 recipe=$2 runs=$3 split=$4 seeds=(0 1 2)
   local result=benchmarks/results/orca_ensemble/$name.json folder=runs/ensemble/$name
   local members=("${seeds[@]/#/"$runs/split-$split-seed-"}")

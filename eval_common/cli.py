@@ -226,3 +226,23 @@ def progress(
     from tqdm.auto import tqdm
 
     return tqdm(iterable, desc=desc, unit=unit, total=total, initial=initial, disable=not enabled)
+
+
+def dispatch(
+    prog: str, commands: dict[str, tuple[str, str]], argv: Sequence[str] | None = None
+) -> int:
+    """Run the subcommand `argv[0]` of `prog`: `commands` maps each name to (the module whose
+    `main(argv)` runs it, one line of help). Modules are imported only when chosen, so
+    `orca score` never pays for what `orca train` imports."""
+    import importlib
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    listing = "\n".join(f"  {name:<17} {about}" for name, (_, about) in commands.items())
+    usage = f"usage: {prog} COMMAND [ARGS ...]   ({prog} COMMAND --help for its flags)"
+    if not argv or argv[0] in ("-h", "--help"):
+        print(f"{usage}\n\ncommands:\n{listing}", file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else EXIT_BAD_INPUT
+    name, rest = argv[0], argv[1:]
+    if name not in commands:
+        return fail(prog, f"unknown command {name!r}; expected one of: {', '.join(commands)}")
+    return importlib.import_module(commands[name][0]).main(rest)

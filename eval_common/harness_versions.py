@@ -1,10 +1,10 @@
-"""The harness versions this package extends: one gate for the start-up hook, aqua-eval and
+"""The harness versions this package extends: one gate for the start-up hook, aqua eval and
 register_all, and the exact versions every patch of a harness was tested with.
 
 lm-eval: the range pyproject.toml requires (`lm-eval>=0.4.13,<0.6`: 0.4.13 and the 0.5
 line); lmms-eval: the version
 scripts/install-lmms-eval-env.sh installs (`lmms-eval==0.7.3`). Outside the range nothing is
-done: the start-up hook logs one warning and leaves the harness as it is, `aqua-eval` and
+done: the start-up hook logs one warning and leaves the harness as it is, `aqua eval` and
 `register_all()` stop with the reason. Inside it, a patch of a harness internal is made only on
 the exact TESTED version (`eval_plugins.seams`): on another release a patch the harness runs
 correctly without is skipped with one line, one it cannot is refused with one line. Standard

@@ -3,7 +3,7 @@
 Models, metrics, aggregations and task folders of both packages, for both harnesses. Nothing
 is imported here: a target is a string, loaded on first use (lm-eval's registry takes it as it
 is; lmms-eval's model manifests take its dotted form). pyproject.toml's entry points, the
-lmms-eval manifests, `aqua-eval`'s help and the run checks all read this table, and
+lmms-eval manifests, `aqua eval`'s help and the run checks all read this table, and
 `tests/architecture/test_registry.py` checks pyproject.toml against it. No filter is added.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 LM_EVAL = "lm-eval"
 LMMS_EVAL = "lmms-eval"
 
-# (harness, kind) -> name -> target. Order is the order users see (`aqua-eval --help`).
+# (harness, kind) -> name -> target. Order is the order users see (`aqua eval --help`).
 TABLE: dict[tuple[str, str], dict[str, str]] = {
     (LM_EVAL, "models"): {
         "aqua-replay": "aqua_tasks.models.baselines:ReplayLM",

@@ -8,7 +8,7 @@ A compat module declares each patch with `@seam(harness, does, required=...)`. O
 - a required seam (without it a run would give wrong figures or hide a failure) raises
   RuntimeError with one line naming the version and what to install.
 
-The start-up hook turns that refusal into its one warning; `aqua-eval` and `register_all()`
+The start-up hook turns that refusal into its one warning; `aqua eval` and `register_all()`
 stop with it. Which seams there are: `SEAMS`, filled as the compat modules are imported.
 """
 

@@ -119,7 +119,7 @@ class LmEvalImportHook:
                 "plain lmms-eval works without metric orca"
                 if harness == "lmms-eval"
                 else "Plain lm_eval works without the AQUA tasks, models and metric orca; "
-                "`aqua-eval` loads them explicitly"
+                "`aqua eval` loads them explicitly"
             )
             logging.getLogger(__name__).warning(
                 "aqua-bench-eval: the %s start-up hook is off for this run: %s. %s "

@@ -1,8 +1,8 @@
 """ORCA judge calibration against human ratings: binned figures from predictions and rated items.
 
-Inputs are `orca-score --output` predictions joined with rated items (`load_calibration`), or
+Inputs are `orca score --output` predictions joined with rated items (`load_calibration`), or
 any predictions in the items' order (`calibration_of`; the per-item files of a `metric: orca`
-run are read by `aqua_tasks.runs.judge_calibrations`). Drawing the picture is aqua-report's
+run are read by `aqua_tasks.runs.judge_calibrations`). Drawing the picture is aqua report's
 (`aqua_tasks.reports.charts.plot_calibration`), which owns the optional matplotlib.
 """
 
@@ -72,7 +72,7 @@ def calibration_of(
 
 
 def load_calibration(predictions: str | Path, items: str | Path) -> Calibration:
-    """Join `orca-score --output` predictions with the rated items they were scored on."""
+    """Join `orca score --output` predictions with the rated items they were scored on."""
     pred_path = Path(predictions)
     if not pred_path.is_file():
         raise CalibrationError(f"{pred_path}: no such file")
@@ -83,7 +83,7 @@ def load_calibration(predictions: str | Path, items: str | Path) -> Calibration:
             float(row["expected_unit"])
         except (KeyError, TypeError, ValueError):
             raise CalibrationError(
-                f"{pred_path}:{line_no}: not an orca-score prediction (needs id, expected_unit)"
+                f"{pred_path}:{line_no}: not an orca score prediction (needs id, expected_unit)"
             ) from None
     rated = [it for it in load_items(items) if it.ratings and it.id in rows]
     if len(rated) < 2:

@@ -144,7 +144,7 @@ def load_items(
 def refuse_duplicate_ids(items: list[OrcaItem], path: Path) -> list[OrcaItem]:
     """The items of a file, refused when an id occurs twice.
 
-    Predictions are joined to items by id (`aqua-report --orca-predictions`, calibration):
+    Predictions are joined to items by id (`aqua report --orca-predictions`, calibration):
     with a repeated id the join would pair predictions with the wrong items, silently.
     """
     counts = Counter(it.id for it in items)

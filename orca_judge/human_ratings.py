@@ -6,7 +6,7 @@ columns `id, question, reference, rationale, transcript, candidate, ratings` and
 them, `model, rating_source, source, split, quality`. `configs/orca/*.yaml` read
 `train.jsonl` and `dev.jsonl` (one item a line, those seven fields) from `data/orca-human/`.
 `human_rating_splits` turns a loaded dataset into those files' items (human-rated rows only,
-every row validated as `orca-train` reads it), `write_human_ratings` writes them, and
+every row validated as `orca train` reads it), `write_human_ratings` writes them, and
 `fetch_human_ratings` does both from the Hub (or any source `datasets.load_dataset` reads).
 """
 

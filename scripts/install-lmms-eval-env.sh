@@ -32,7 +32,7 @@ $PIP install --quiet "${PIN[@]}" "$TORCH_SPEC" transformers accelerate datasets 
     pytz tenacity jinja2 pyyaml pillow pandas dill librosa soundfile pytablewriter \
     'filelock<4' peft regex numpy scipy tqdm 'lm-eval>=0.4.13,<0.5' pytest pytest-xdist
 $PIP install --quiet "${PIN[@]}" --no-deps 'lmms-eval==0.7.3'
-# This package with its `plot` extra (matplotlib: the charts of `aqua-report`, which the
+# This package with its `plot` extra (matplotlib: the charts of `aqua report`, which the
 # documented commands make), its `wandb` extra (lmms-eval's `--wandb_args`) and its `voxtral`
 # extra (mistral-common: Voxtral under lmms-eval, which has no class of its own). Its other
 # dependencies are installed above, so pip adds only the extras' packages (pinned in the
@@ -42,7 +42,7 @@ $PIP install --quiet "${PIN[@]}" -e "$HERE[plot,wandb,voxtral]"
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md
 import lmms_eval  # noqa: F401  (fails here, not in the first run, if the set is incomplete)
-import matplotlib  # noqa: F401  (aqua-report's charts)
+import matplotlib  # noqa: F401  (aqua report's charts)
 import wandb  # noqa: F401  (--wandb_args)
 import mistral_common  # noqa: F401  (Voxtral's tokenizer)
 print("lmms-eval", md.version("lmms-eval"), "| torch", md.version("torch"),

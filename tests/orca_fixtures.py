@@ -170,6 +170,43 @@ def _save_tiny_gemma3(out: Path, multimodal: bool) -> None:
     tok.save_pretrained(out)
 
 
+def tiny_gemma3_judge_backbone_dir() -> Path:
+    """Gemma-3-270M's shape in miniature (random weights): a text-only Gemma3ForCausalLM with
+    head_dim 32 ≠ hidden/heads (64/4), one KV head, tied embeddings, a sliding-window layer
+    before a full one, and a tokenizer that adds BOS by default, as Gemma's does."""
+    return shared_artefact("orca-gemma3-judge", _save_tiny_gemma3_judge_backbone)
+
+
+def _save_tiny_gemma3_judge_backbone(out: Path) -> None:
+    import torch
+    from tokenizers import processors
+    from transformers import AutoTokenizer, Gemma3ForCausalLM, Gemma3TextConfig
+
+    tok = AutoTokenizer.from_pretrained(tiny_tokenizer_dir())
+    tok.backend_tokenizer.post_processor = processors.TemplateProcessing(
+        single="<s> $A", special_tokens=[("<s>", tok.bos_token_id)]
+    )
+    config = Gemma3TextConfig(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=32,
+        sliding_window=8,
+        layer_types=["sliding_attention", "full_attention"],
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
+    torch.manual_seed(0)
+    Gemma3ForCausalLM(config).save_pretrained(out)
+    tok.save_pretrained(out)
+
+
 def write_reference_checkpoint(
     root: Path,
     base_dir: Path,
@@ -302,3 +339,48 @@ def _train_tiny_judge(out: Path) -> None:
         training=tiny_training(),
         progress=False,
     )
+
+
+def write_tiny_gguf(path: Path, seed: int = 0) -> Path:
+    """A 1-layer Llama with a byte-level BPE vocabulary as a real (F32) GGUF file, written
+    with the `gguf` package: what `orca backbone --gguf` reads, in kilobytes."""
+    import gguf
+    import numpy as np
+    from tokenizers.pre_tokenizers import ByteLevel
+
+    rng = np.random.default_rng(seed)
+    tokens = ["<|endoftext|>", *sorted(ByteLevel.alphabet()), "Ġt", "he"]
+    vocab, hidden, ff, heads = len(tokens), 16, 32, 2
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_context_length(64)
+    writer.add_embedding_length(hidden)
+    writer.add_block_count(1)
+    writer.add_feed_forward_length(ff)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(heads)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_dimension_count(hidden // heads)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_token_list(tokens)
+    writer.add_token_types([gguf.TokenType.CONTROL] + [gguf.TokenType.NORMAL] * (vocab - 1))
+    writer.add_token_merges(["Ġ t", "h e"])
+    writer.add_bos_token_id(0)
+    writer.add_eos_token_id(0)
+    shapes = {
+        "token_embd.weight": (vocab, hidden),
+        "output_norm.weight": (hidden,),
+        "output.weight": (vocab, hidden),
+        "blk.0.attn_norm.weight": (hidden,),
+        "blk.0.ffn_norm.weight": (hidden,),
+        **{f"blk.0.attn_{n}.weight": (hidden, hidden) for n in ("q", "k", "v", "output")},
+        "blk.0.ffn_gate.weight": (ff, hidden),
+        "blk.0.ffn_up.weight": (ff, hidden),
+        "blk.0.ffn_down.weight": (hidden, ff),
+    }
+    for name, shape in shapes.items():
+        writer.add_tensor(name, (rng.standard_normal(shape) * 0.1).astype(np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

@@ -25,7 +25,7 @@ HOW_TO_GET = {
     "aqua-demo-audio": "the real clips of the AQUA-Bench and MMAU demo pages (README, "
     "'Development')",
     "orca-human": "the ORCA human ratings "
-    "(`orca-fetch-ratings --output $AQUA_SHARED_DIR/data/orca-human`)",
+    "(`orca fetch-ratings --output $AQUA_SHARED_DIR/data/orca-human`)",
     "mmau": "MMAU test-mini's mmau-test-mini.json (docs/build.md, 'Download')",
 }
 

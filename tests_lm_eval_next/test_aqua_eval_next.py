@@ -1,4 +1,4 @@
-"""`aqua-eval` under lm-eval's 0.5 line: lm-eval's own command line (public entry point) with
+"""`aqua eval` under lm-eval's 0.5 line: lm-eval's own command line (public entry point) with
 this package registered, then the table pooled over clips read back from the saved samples."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ BIN = Path(sys.executable).parent
 def aqua_eval(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     return subprocess.run(
-        [str(BIN / "aqua-eval"), *args], capture_output=True, text=True, timeout=600, env=env
+        [str(BIN / "aqua"), "eval", *args], capture_output=True, text=True, timeout=600, env=env
     )
 
 
@@ -43,6 +43,6 @@ def test_an_unknown_task_is_one_line_and_exit_two(released_dir):
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.splitlines()[-1] == (
-        "aqua-eval: error: task(s) not found: aqua_aminal; `lm_eval ls tasks` lists the task "
+        "aqua eval: error: task(s) not found: aqua_aminal; `lm_eval ls tasks` lists the task "
         "names (a user folder goes in --include_path)"
     )

@@ -1,5 +1,5 @@
-"""The same model run through `lm_eval` and `lmms-eval`: aqua-score, aqua-report and
-aqua-regress read both logs to the same numbers, and find the two runs comparable.
+"""The same model run through `lm_eval` and `lmms-eval`: aqua score, aqua report and
+aqua regress read both logs to the same numbers, and find the two runs comparable.
 
 Runs in the lmms-eval environment (`python -m pytest -q tests_lmms`): one real run per harness
 of `aqua-random` (the same seeded replies under both) on the first 8 items of each main track.

@@ -139,7 +139,7 @@ def test_aqua_glob_with_the_released_tracks_only_leaves_mmau_out_in_one_line(run
     left_out = [line for line in stderr.splitlines() if "aqua_mmau left out" in line]
     assert len(left_out) == 1
     assert "has no AQUA-Bench-MMAU-Track.json" in left_out[0]
-    assert "aqua-build --source mmau" in left_out[0]
+    assert "aqua build --source mmau" in left_out[0]
 
 
 def test_only_glob_matches_are_left_out_and_a_named_task_without_its_file_fails(
@@ -153,7 +153,7 @@ def test_only_glob_matches_are_left_out_and_a_named_task_without_its_file_fails(
         AquaTask(config={"task": "aqua_mmau", "dataset_kwargs": {"track": "mmau"}})
     message = str(raised.value)
     assert message.startswith(f"aqua_mmau: {MMAU_OUTPUT} not found")
-    assert "aqua-build --source mmau" in message
+    assert "aqua build --source mmau" in message
     # Settings that name no data folder filter nothing: the tasks then stop with the reason.
     monkeypatch.delenv(METADATA_ENV)
     assert choose_task_matches(["aqua_*"], matched) == matched

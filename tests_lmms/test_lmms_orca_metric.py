@@ -89,7 +89,7 @@ def run(task_dir, judge, tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="module")
 def direct(judge, task_dir) -> dict:
-    """The same items scored by OrcaJudge directly (as orca-score does), by id."""
+    """The same items scored by OrcaJudge directly (as orca score does), by id."""
     from orca_judge.judge import OrcaJudge
 
     records = [json.loads(line) for line in (task_dir / "items.jsonl").read_text().splitlines()]
@@ -201,7 +201,7 @@ def test_aqua_regress_and_the_orca_report_read_the_lmms_eval_run_with_its_judge_
     # The per-item judge files (orca_*.jsonl) are this run's, not another harness's.
     folder = run["folder"]
     regress = subprocess.run(
-        [str(Path(sys.executable).parent / "aqua-regress"), "--baseline", str(folder),
+        [str(Path(sys.executable).parent / "aqua"), "regress", "--baseline", str(folder),
          "--candidate", str(folder), "--json", "--no-progress"],
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
@@ -213,7 +213,7 @@ def test_aqua_regress_and_the_orca_report_read_the_lmms_eval_run_with_its_judge_
         "orca_lmms_own",
     }
     report = subprocess.run(
-        [str(Path(sys.executable).parent / "aqua-report"), "--orca-run", str(folder),
+        [str(Path(sys.executable).parent / "aqua"), "report", "--orca-run", str(folder),
          "--out", str(tmp_path / "report")],
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip

@@ -30,8 +30,8 @@ from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.errors import ClipCheckError
 
 FIX_HINT = (
-    "Re-create the file from its source (`aqua-audio prepare`, see docs/audio.md) or leave "
-    "the item out (--samples); `aqua-audio check` lists missing files"
+    "Re-create the file from its source (`aqua audio prepare`, see docs/audio.md) or leave "
+    "the item out (--samples); `aqua audio check` lists missing files"
 )
 
 

@@ -20,7 +20,7 @@ from aqua_tasks.errors import AquaDataError, AudioFileError
 
 TARGET_SAMPLING_RATE = 16000
 
-# Canonical layout under an audio root: what `aqua-audio prepare` writes and what the resolver
+# Canonical layout under an audio root: what `aqua audio prepare` writes and what the resolver
 # tries first. Each is the tail of the released `audio_filename`, minus the authors' machine.
 CANONICAL_DIRS: dict[str, str] = {
     "animal": "ESC-50-master/audio_16k",
@@ -28,7 +28,7 @@ CANONICAL_DIRS: dict[str, str] = {
     "music": "music_dataset",
     "mmau": "test-mini-audios",
 }
-# Source dataset that provides each released track (the `--source` of `aqua-audio prepare`).
+# Source dataset that provides each released track (the `--source` of `aqua audio prepare`).
 TRACK_SOURCES: dict[str, str] = {"animal": "esc50", "vocal": "vocalsound", "music": "music"}
 SETTING_KEYS: dict[str, str] = {
     track: f"{track}_audio_root" for track in (*TRACK_SOURCES, *BUILT_TRACKS)
@@ -85,7 +85,7 @@ def fold_name(name: str) -> str:
 def relative_parts(audio_filename: str) -> tuple[str, ...]:
     """A built track's `audio_filename` as parts relative to its audio root, `.` dropped.
 
-    The file is written by aqua-build from a source's own paths, so it is not trusted: an
+    The file is written by aqua build from a source's own paths, so it is not trusted: an
     absolute path or a `..` part would read outside the audio root and is refused.
     """
     path = PurePosixPath(audio_filename.replace("\\", "/"))
@@ -208,7 +208,7 @@ def fix_hint(track: str) -> str:
     layout = CANONICAL_DIRS[track] + ("/<Class>" if track == "music" else "")
     return (
         f"Set audio_root (or {SETTING_KEYS[track]}) in {settings_place()} to the folder that "
-        f"holds {layout}/, or build that layout with `aqua-audio prepare --source "
+        f"holds {layout}/, or build that layout with `aqua audio prepare --source "
         f"{TRACK_SOURCES[track]} --from <source> --audio-root <root>` (see docs/audio.md)."
     )
 

@@ -1,4 +1,4 @@
-"""The Python API behind `aqua-build`: pick a generator, read a source, build, write."""
+"""The Python API behind `aqua build`: pick a generator, read a source, build, write."""
 
 from __future__ import annotations
 

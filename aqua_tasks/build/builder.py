@@ -257,7 +257,7 @@ def _in_order(
     if workers == 1:
         yield from map(one, items)
         return
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aqua-build")
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aqua build")
     try:
         yield from pool.map(one, items)
     finally:
@@ -318,7 +318,7 @@ def build(
     }
     manifest = {
         "format": MANIFEST_FORMAT,
-        "tool": "aqua-build",
+        "tool": "aqua build",
         "package_version": package_version(),
         "source": source or {},
         "config": asdict(config),

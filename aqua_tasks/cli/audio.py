@@ -1,4 +1,4 @@
-"""`aqua-audio`: check that the AQUA-Bench clips are findable, and prepare them at 16 kHz mono."""
+"""`aqua audio`: check that the AQUA-Bench clips are findable, and prepare them at 16 kHz mono."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from aqua_tasks.audio.prepare import (
 from aqua_tasks.core.data import KNOWN_TRACKS, TRACKS, VARIANT_SUFFIXES, check_track
 from eval_common.cli import RESUMES, add_json_flag, add_progress_flag, command
 
-PROG = "aqua-audio"
+PROG = "aqua audio"
 LISTED = 10
 
 
@@ -33,7 +33,7 @@ def _tracks(value: str) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `aqua-audio` argument parser."""
+    """The `aqua audio` argument parser."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Check that the AQUA-Bench audio clips are findable, or prepare them "
@@ -162,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
 # Unreadable question files, missing folders and bad sources: one line each (the wrapper says it).
 @command(PROG, on_interrupt=RESUMES, errors=(ValueError, OSError))
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `aqua-audio`; returns the exit status."""
+    """Entry point of `aqua audio`; returns the exit status."""
     return _run(build_parser().parse_args(argv))
 
 

@@ -1,4 +1,4 @@
-"""`aqua-build`: write AQUA's four question types for a multiple-choice audio benchmark."""
+"""`aqua build`: write AQUA's four question types for a multiple-choice audio benchmark."""
 
 from __future__ import annotations
 
@@ -32,11 +32,11 @@ from eval_common.cli import (
 )
 from eval_common.outputs import check_output_file
 
-PROG = "aqua-build"
+PROG = "aqua build"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `aqua-build` argument parser."""
+    """The `aqua build` argument parser."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Turn a multiple-choice audio benchmark into AQUA-Bench's four types "
@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 @command(PROG, on_interrupt=RESUMES)
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run `aqua-build`."""
+    """Run `aqua build`."""
     args = build_parser().parse_args(argv)
     name = args.name or (MMAU_OUTPUT if args.source == "mmau" else None)
     if name is None:

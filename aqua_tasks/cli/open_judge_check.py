@@ -1,9 +1,9 @@
-"""aqua-open-judge-check: is a judge checkpoint fit to score open-ended AQUA (`aqua-open_*`)?
+"""aqua open-judge-check: is a judge checkpoint fit to score open-ended AQUA (`aqua-open_*`)?
 
 Scores, on the open tasks' own items, the clip's class and hand-written abstentions against
 class references, and abstentions and class names against the abstention reference, and
 says how often the judge calls each right. With --human-items (rated items in the format
-orca-score reads, e.g. the ORCA human ratings), the rated candidates the rules read as
+orca score reads, e.g. the ORCA human ratings), the rated candidates the rules read as
 abstaining are scored too, beside the humans' ratings. Exit 0 when the judge is fit (at most
 --tolerance of its verdicts wrong in any pair), 1 when not, 2 on bad input.
 """
@@ -32,16 +32,16 @@ from aqua_tasks.task.open_ended import build_open_docs
 from eval_common.cli import add_json_flag, add_seed_flag, command, fail, number_problem
 from eval_common.jsonio import json_safe
 
-PROG = "aqua-open-judge-check"
+PROG = "aqua open-judge-check"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `aqua-open-judge-check` argument parser."""
+    """The `aqua open-judge-check` argument parser."""
     parser = argparse.ArgumentParser(
         prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--checkpoint", required=True, help="ORCA judge checkpoint or orca-ensemble folder"
+        "--checkpoint", required=True, help="ORCA judge checkpoint or orca ensemble folder"
     )
     parser.add_argument("--data-dir", required=True, type=Path, help="the released AQUA files")
     parser.add_argument(

@@ -1,7 +1,7 @@
-"""orca-lm-eval-items: turn lm-eval samples (e.g. from --predict_only) into orca-score input.
+"""aqua orca-items: turn lm-eval samples (e.g. from --predict_only) into orca score input.
 
 Each sample becomes the record `metric: orca` would have judged in the run: the same doc
-fields, reference and filtered reply, with the same id, so `orca-score` on the output gives
+fields, reference and filtered reply, with the same id, so `orca score` on the output gives
 the numbers of judging in the run. lmms-eval samples log no doc: an AQUA task's docs are
 rebuilt by doc id from the released files (--data-dir), any other task's from its data file
 (--docs).
@@ -19,11 +19,11 @@ from eval_common.jsonio import write_jsonl
 from eval_common.outputs import check_output_file
 from orca_judge.metric.settings import OrcaMetricSettings
 
-PROG = "orca-lm-eval-items"
+PROG = "aqua orca-items"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `orca-lm-eval-items` argument parser."""
+    """The `aqua orca-items` argument parser."""
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
     parser.add_argument(
         "samples",
@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="lmms-eval samples of another task: its data file (JSON list or JSON Lines), doc "
         "i being the task's doc i, to rebuild each row's doc by its doc_id",
     )
-    parser.add_argument("--output", required=True, help="write orca-score input (JSONL) here")
+    parser.add_argument("--output", required=True, help="write orca score input (JSONL) here")
     parser.add_argument("--filter", help="the filter whose replies to take (if several)")
     parser.add_argument(
         "--doc-less",
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 @command(PROG)
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `orca-lm-eval-items`; returns the exit status."""
+    """Entry point of `aqua orca-items`; returns the exit status."""
     args = build_parser().parse_args(argv)
     settings = None
     if not args.doc_less:
@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: {note}", file=sys.stderr)
     print(
         f"wrote {len(items)} items ({read.harness} samples) to {out}; score them with: "
-        f"orca-score --input {out} ..."
+        f"orca score --input {out} ..."
     )
     return 0
 

@@ -1,4 +1,4 @@
-"""`aqua-regress`: a CI gate comparing a candidate run with a baseline run, item by item."""
+"""`aqua regress`: a CI gate comparing a candidate run with a baseline run, item by item."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from eval_common.cli import (
 from eval_common.jsonio import json_safe
 from eval_common.outputs import append_text, check_output_file
 
-PROG = "aqua-regress"
+PROG = "aqua regress"
 # Names kept importable from here for callers of 0.1.0.
 __all__ = [
     "EXIT_NOT_COMPARABLE",
@@ -55,7 +55,7 @@ __all__ = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Command-line options of aqua-regress."""
+    """Command-line options of aqua regress."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=(

@@ -1,4 +1,4 @@
-"""`aqua-report`: the paper's table (Markdown, CSV) and a chart from AQUA runs."""
+"""`aqua report`: the paper's table (Markdown, CSV) and a chart from AQUA runs."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ from eval_common.cli import RESUMES, add_json_flag, add_seed_flag, command, fail
 from eval_common.jsonio import json_safe
 from eval_common.outputs import check_output_folder, mark_output_folder, write_text
 
-PROG = "aqua-report"
+PROG = "aqua report"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Command-line options of aqua-report."""
+    """Command-line options of aqua report."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=(
@@ -34,21 +34,21 @@ def build_parser() -> argparse.ArgumentParser:
             "Each RUN is an lm-eval or lmms-eval --output_path folder of aqua_* tasks (the "
             "newest results file in it is used and named; its logged samples give the "
             "intervals; lmms-eval: with --data-dir), a results file, or the output of "
-            "aqua-score --json."
+            "aqua score --json."
         ),
     )
     parser.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="run folder or file")
     parser.add_argument(
         "--out",
         type=Path,
-        default=Path("aqua-report"),
-        help="output folder (default: %(default)s); a non-empty folder aqua-report did not "
+        default=Path("aqua report"),
+        help="output folder (default: %(default)s); a non-empty folder aqua report did not "
         "write needs --overwrite",
     )
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="write into a non-empty --out that is not aqua-report's (only its own files change)",
+        help="write into a non-empty --out that is not aqua report's (only its own files change)",
     )
     parser.add_argument(
         "--label",
@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--orca-predictions",
         type=Path,
         metavar="PRED.jsonl",
-        help="orca-score --output file: also draw the judge's calibration against human ratings",
+        help="orca score --output file: also draw the judge's calibration against human ratings",
     )
     parser.add_argument(
         "--orca-items",

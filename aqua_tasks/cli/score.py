@@ -1,4 +1,4 @@
-"""`aqua-score`: score saved replies with the AQUA protocol, without running a model."""
+"""`aqua score`: score saved replies with the AQUA protocol, without running a model."""
 
 from __future__ import annotations
 
@@ -25,11 +25,11 @@ from eval_common.errors import OutputError
 from eval_common.jsonio import write_jsonl
 from eval_common.outputs import check_output_file
 
-PROG = "aqua-score"
+PROG = "aqua score"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Command-line options of aqua-score."""
+    """Command-line options of aqua score."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=(

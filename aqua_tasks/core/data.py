@@ -1,4 +1,4 @@
-"""Load and validate AQUA-Bench question files: the released tracks and those aqua-build writes."""
+"""Load and validate AQUA-Bench question files: the released tracks and those aqua build writes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from aqua_tasks.core.settings_place import settings_example
 from aqua_tasks.errors import AquaDataError
 from eval_common.inputs import read_json
 
-# The three tracks the authors released; BUILT_TRACKS are built locally by `aqua-build`
+# The three tracks the authors released; BUILT_TRACKS are built locally by `aqua build`
 # (MMAU, from MMAU test-mini) and are read, scored and reported like them.
 TRACKS: tuple[str, ...] = ("animal", "music", "vocal")
 BUILT_TRACKS: tuple[str, ...] = ("mmau",)
@@ -45,10 +45,10 @@ CLASS_KEYS: dict[str, str] = {
     "vocal": "audio_vocal",
 }
 
-# Built tracks have the main design only (aqua-build writes no option-design copies).
+# Built tracks have the main design only (aqua build writes no option-design copies).
 BUILT_HELP: dict[str, str] = {
     "mmau": (
-        "Build it from MMAU test-mini with `aqua-build --source mmau --input "
+        "Build it from MMAU test-mini with `aqua build --source mmau --input "
         "mmau-test-mini.json --output DIR` and pass DIR as data_dir (docs/build.md)."
     ),
 }
@@ -223,7 +223,7 @@ def parse_item(raw: object, *, track: str, variant: str, where: str) -> AquaItem
     problem = inline_options_problem(raw["question"], options)
     if problem is not None:
         raise AquaDataError(f"{where} (id {item_id}): field 'question' {problem}")
-    # A built track has no class key: its IASD items are checked by aqua-build instead.
+    # A built track has no class key: its IASD items are checked by aqua build instead.
     true_class = str(raw.get(CLASS_KEYS.get(track, "")) or "")
     return AquaItem(
         id=item_id,
@@ -318,7 +318,7 @@ def entry_track(entry: object) -> str | None:
         return "music"
     if "vocalsound" in path or "audio_16k" in path:
         return "vocal"
-    if "test-mini-audios/" in path:  # MMAU's own `audio_id`, kept by aqua-build
+    if "test-mini-audios/" in path:  # MMAU's own `audio_id`, kept by aqua build
         return "mmau"
     return None
 

@@ -73,7 +73,7 @@ def check_aqua_metadata(metadata: Mapping | None) -> None:
     if audio_enabled(metadata) and not any(metadata.get(k) for k in AUDIO_ROOT_KEYS):
         raise AquaDataError(
             "no audio_root given: set audio_root (or animal_/music_/vocal_/mmau_audio_root) in "
-            "--metadata to the folder holding the clips (`aqua-audio check` tells what is "
+            "--metadata to the folder holding the clips (`aqua audio check` tells what is "
             'missing), or pass "audio": false for an explicit text-only run'
         )
 
@@ -95,7 +95,7 @@ def unbuilt_matches(
         if task in matches and task not in named and not has_track_file(data_dir, track):
             left_out[task] = (
                 f"{task} left out of {', '.join(sorted(named))}: data_dir {str(data_dir)!r} has "
-                f"no {file_stem(track)}.json (build it with `aqua-build --source {track}`, "
+                f"no {file_stem(track)}.json (build it with `aqua build --source {track}`, "
                 "docs/build.md)"
             )
     return left_out

@@ -3,7 +3,7 @@
 lm-eval hands model arguments over as strings or as its own guesses at their type
 (`seed=abc` stays a string, `timeout=0` becomes an int). A bad one is a `ModelArgumentError`
 whose message is the one line the user sees: the argument, the value and what is allowed.
-`aqua-eval` and plain `lm_eval` (through the start-up hook) print that line and exit non-zero;
+`aqua eval` and plain `lm_eval` (through the start-up hook) print that line and exit non-zero;
 with the hook off, lm-eval's traceback ends with it.
 """
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 PLOT_HINT = "pip install 'aqua-bench-eval[plot]'"
 TRACK_TITLES: dict[str, str] = {
     ALL_TRACKS: "All released tracks (clips pooled; MMAU not in it)",
-    "mmau": "MMAU (built by aqua-build)",
+    "mmau": "MMAU (built by aqua build)",
 }
 CHART_LEGEND = (
     "Ori = Solvable accuracy (n = items); AAD / IASD / IAQD = conditional accuracy (CA) over\n"

@@ -1,4 +1,4 @@
-"""The folder aqua-report writes: the table as Markdown and CSV, its chart, judge calibrations.
+"""The folder aqua report writes: the table as Markdown and CSV, its chart, judge calibrations.
 
 Every file goes through the project's one writer (`eval_common.outputs`): written whole or
 not at all, and only the names below; anything else in the folder is left alone.
@@ -13,7 +13,7 @@ from aqua_tasks.reports.charts import VECTOR_FORMATS, plot_table
 from aqua_tasks.reports.tables import ReportTable, to_csv, to_markdown
 from eval_common.outputs import atomic_path, write_text
 
-# The names aqua-report writes: a folder holding only these is its own output.
+# The names aqua report writes: a folder holding only these is its own output.
 REPORT_NAMES = ("table.md", "table.csv", "chart.*", "orca_calibration*", "open_ended.md")
 
 

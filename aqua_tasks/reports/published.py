@@ -1,4 +1,4 @@
-"""The paper's published Table 1, as printed: the rows `aqua-report --paper` adds."""
+"""The paper's published Table 1, as printed: the rows `aqua report --paper` adds."""
 
 from __future__ import annotations
 

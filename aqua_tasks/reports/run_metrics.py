@@ -1,8 +1,8 @@
-"""What aqua-report reads of a run: its AQUA metrics, from the one run reader or a results file.
+"""What aqua report reads of a run: its AQUA metrics, from the one run reader or a results file.
 
 A run folder with logged samples is read by `aqua_tasks.runs` and scored by its one scoring
 pipeline (`score_run`, the released tracks pooled); a results file alone (lm-eval's or
-lmms-eval's) gives its recorded figures, and an `aqua-score --json` file its own, read back
+lmms-eval's) gives its recorded figures, and an `aqua score --json` file its own, read back
 by `RunScores.from_json`.
 """
 
@@ -57,7 +57,7 @@ class RunMetrics:
     `tasks` holds per task (and per all-tracks row, e.g. `aqua`) every metric; `intervals`
     the 95 % intervals of its rates where per-item replies were read; `extractors` the
     extractor each task was scored with; `harness` what wrote the run ("lm-eval",
-    "lmms-eval", "authors' results", "aqua-score --json").
+    "lmms-eval", "authors' results", "aqua score --json").
     """
 
     label: str
@@ -127,8 +127,8 @@ def _results_of(run_dir: Path) -> RunFiles:
     if not files.results:
         raise RunReadError(
             f"{run_dir}: no lm-eval results (results_*.json) or lmms-eval results "
-            "(<stamp>_results.json) found; pass the --output_path folder of an aqua-eval/lm_eval "
-            "or lmms-eval run, a results file or an aqua-score --json file"
+            "(<stamp>_results.json) found; pass the --output_path folder of an aqua eval/lm_eval "
+            "or lmms-eval run, a results file or an aqua score --json file"
         )
     return files
 
@@ -218,7 +218,7 @@ def load_run_metrics(
     seed: int = 0,
     data_dir: str | Path | None = None,
 ) -> RunMetrics:
-    """AQUA metrics of an lm-eval/lmms-eval output folder or results file, or `aqua-score --json`.
+    """AQUA metrics of an lm-eval/lmms-eval output folder or results file, or `aqua score --json`.
 
     A folder with logged samples is scored item by item, which gives every rate its 95 %
     interval (Wilson; CA: clip bootstrap with `n_boot`, `seed`); `extractor` re-scores it
@@ -239,7 +239,7 @@ def load_run_metrics(
     else:
         raise RunReadError(f"{path}: no such file or directory")
     if not isinstance(payload, dict) or not isinstance(payload.get("results"), dict):
-        raise RunReadError(f"{file}: not lm-eval results or aqua-score --json output")
+        raise RunReadError(f"{file}: not lm-eval results or aqua score --json output")
     if not is_run_scores(payload):
         configs = payload.get("configs") or {}
         text_only = sorted(
@@ -271,8 +271,8 @@ def load_run_metrics(
         }
         extractors = {t: e for t, e in scores.extractors.items() if t in tasks}
         label = Path(scores.source or str(file)).name
-        notes.append(f"aqua-score output {file.name}")
-        harness = f"aqua-score --json of {scores.harness or HARNESS_LM_EVAL}"
+        notes.append(f"aqua score output {file.name}")
+        harness = f"aqua score --json of {scores.harness or HARNESS_LM_EVAL}"
         return RunMetrics(label, str(file), tasks, tuple(notes), intervals, extractors, harness)
     tasks, _ = _with_pooled(aqua_rows(payload), notes)
     if not tasks:

@@ -1,7 +1,7 @@
 """The one reader of saved output: lm-eval and lmms-eval logs, the authors' format, judge files.
 
-The names below are what the other rooms (aqua-score, aqua-report, aqua-regress,
-orca-lm-eval-items, aqua-replay) use; the modules hold one concern each: `discovery` (which
+The names below are what the other rooms (aqua score, aqua report, aqua regress,
+aqua orca-items, aqua-replay) use; the modules hold one concern each: `discovery` (which
 files make a run), `lm_eval_samples`, `lmms_eval_logs` and `authors` (one reader per kind of
 file, each into `RunItem`s), `model` (the `Run`, `RunItem`, the one reply unwrap), `read`
 (`read_run`), `scoring` (the one scoring pipeline: `score_run` → `RunScores`), `judge_results`

@@ -42,7 +42,7 @@ def load_run_calibrations(run: str | Path) -> dict[str, Calibration]:
     if not out:
         raise CalibrationError(
             f"{run}: no ORCA per-item results with human ratings (orca_*.jsonl from a run with "
-            "`metric: orca` and `ratings_field:`, e.g. the orca_human task via aqua-eval "
+            "`metric: orca` and `ratings_field:`, e.g. the orca_human task via aqua eval "
             "--output_path)"
         )
     return out

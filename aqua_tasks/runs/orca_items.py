@@ -1,12 +1,12 @@
-"""Logged samples as orca-score input (behind `orca-lm-eval-items`), from the run readers' items.
+"""Logged samples as orca score input (behind `aqua orca-items`), from the run readers' items.
 
 Each item becomes the record `metric: orca` would have judged in the run: the same doc
-fields, reference and filtered reply, with the same id, so `orca-score` on the output gives
+fields, reference and filtered reply, with the same id, so `orca score` on the output gives
 the numbers of judging in the run.
 
 The items are those the run readers read: lm-eval samples with their docs
 (`lm_eval_samples`), and lmms-eval logs of AQUA tasks, whose docs are rebuilt by doc id from the
-released files (`data_dir`, checked as `aqua-score` checks them). lmms-eval rows of any other
+released files (`data_dir`, checked as `aqua score` checks them). lmms-eval rows of any other
 task carry no doc: theirs are rebuilt from the task's own data file (`docs_file`).
 """
 
@@ -146,7 +146,7 @@ def orca_records(
     settings: OrcaMetricSettings | None,
     filter_name: str | None = None,
 ) -> list[dict[str, Any]]:
-    """orca-score records for the items of one filter (settings None: the doc-less form)."""
+    """orca score records for the items of one filter (settings None: the doc-less form)."""
     items = list(items)
     filters = list(dict.fromkeys(i.filter for i in items))
     if filter_name is None:

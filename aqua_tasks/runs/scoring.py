@@ -1,11 +1,11 @@
 """Scoring a run: the AQUA figures of every task and all-tracks row, their intervals and sources.
 
-The one pipeline of `aqua-score`, `aqua-report` and `aqua-regress`: `score_items` gives the
+The one pipeline of `aqua score`, `aqua report` and `aqua regress`: `score_items` gives the
 verdicts of items (re-scoring notices, conditioning on another run and breakdowns beside it),
 `score_task` scores one task's items, `row_figures` turns per-item values into the figures of
 every task and of every all-tracks row (its tasks' values pooled over clips; the harness
 results step calls it too, with the values lm-eval collected), and `score_run` does both for
-a read `Run` under one `ScoreSettings`. `RunScores.to_json` is what `aqua-score --json` prints and
+a read `Run` under one `ScoreSettings`. `RunScores.to_json` is what `aqua score --json` prints and
 `RunScores.from_json` reads it back.
 """
 
@@ -40,7 +40,7 @@ BREAKDOWNS = ("subtype", "class")
 
 @dataclass(frozen=True)
 class ScoreSettings:
-    """How a run is scored: every option `aqua-score` takes that changes its figures."""
+    """How a run is scored: every option `aqua score` takes that changes its figures."""
 
     extractor: str | None = None  # re-score every item with it; None: each item's recorded one
     exclude_defective: bool = False  # leave out the items the release flags as defective
@@ -242,11 +242,11 @@ class RunScores:
     tasks: dict[str, TaskScoring] = field(default_factory=dict)
 
     def item_rows(self) -> list[dict]:
-        """One JSON-ready row per scored item (`aqua-score --per-item`), task by task."""
+        """One JSON-ready row per scored item (`aqua score --per-item`), task by task."""
         return [row for scored in self.tasks.values() for row in scored.item_rows()]
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON form (`aqua-score --json`): NaN as null, intervals as [low, high]."""
+        """The JSON form (`aqua score --json`): NaN as null, intervals as [low, high]."""
         payload: dict[str, Any] = {
             "results": self.results,
             "intervals": {
@@ -312,7 +312,7 @@ class RunScores:
 
 
 def is_run_scores(payload: object) -> bool:
-    """Whether a JSON payload is a `RunScores.to_json` form (`aqua-score --json` output)."""
+    """Whether a JSON payload is a `RunScores.to_json` form (`aqua score --json` output)."""
     return isinstance(payload, Mapping) and "extractor_versions" in payload
 
 

@@ -1,4 +1,4 @@
-"""`aqua-demo`: a self-contained AQUA run on the project's own questions and synthesized audio."""
+"""`aqua demo`: a self-contained AQUA run on the project's own questions and synthesized audio."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from eval_common.outputs import check_output_folder, mark_output_folder
 from eval_plugins.lm_eval.aqua.demo import DEMO_NAMES, run_demo
 from eval_plugins.lm_eval.registration import register_all
 
-PROG = "aqua-demo"
+PROG = "aqua demo"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `aqua-demo` argument parser."""
+    """The `aqua demo` argument parser."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Run the AQUA baselines through lm-eval on built-in demo questions and "
@@ -29,13 +29,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out",
         type=Path,
-        help="keep the demo data here (default: temp dir); a non-empty folder aqua-demo did not "
+        help="keep the demo data here (default: temp dir); a non-empty folder aqua demo did not "
         "write needs --overwrite",
     )
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="write into a non-empty --out that is not aqua-demo's (only its own files change)",
+        help="write into a non-empty --out that is not aqua demo's (only its own files change)",
     )
     parser.add_argument("--clips-per-class", type=int, default=2, help="clips per class")
     add_json_flag(parser, "print results as JSON")
@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 @command(PROG, on_interrupt=RESUMES)
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `aqua-demo`; returns the exit status."""
+    """Entry point of `aqua demo`; returns the exit status."""
     args = build_parser().parse_args(argv)
     if args.clips_per_class < 1:
         return fail(PROG, "--clips-per-class must be at least 1")

@@ -1,4 +1,4 @@
-"""`aqua-eval`: lm-eval's CLI with the AQUA tasks, metrics and models loaded first."""
+"""`aqua eval`: lm-eval's CLI with the AQUA tasks, metrics and models loaded first."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from eval_plugins.lm_eval.harness_errors import json_flag_problem
 from eval_plugins.lm_eval.registration import install_task_folder, register_all
 from eval_plugins.names import LM_EVAL, targets
 
-PROG = "aqua-eval"
+PROG = "aqua eval"
 # lm-eval 0.4.13's own audio model cannot run (broken registry name, transformers 5, CUDA only).
 MODEL_ALIASES = {"hf-audiolm-qwen": "aqua-audiolm"}
 ALIAS_REASON = "lm-eval 0.4.13's own hf-audiolm-qwen is broken; see docs/audio_lm.md"
@@ -34,8 +34,8 @@ EPILOG = f"""examples:
     --metadata '{{"data_dir": "DATA", "audio": false}}'
 
   # Score the saved replies again, compare two runs
-  aqua-score runs/qwen2-audio
-  aqua-regress --baseline runs/base --candidate runs/qwen2-audio
+  aqua score runs/qwen2-audio
+  aqua regress --baseline runs/base --candidate runs/qwen2-audio
 
   The tasks, metadata keys and models: README.md, docs/guide.md, docs/audio_lm.md.
 """
@@ -47,7 +47,7 @@ def model_names() -> list[str]:
 
 
 def print_help_footer() -> None:
-    """What aqua-eval adds to lm-eval's help: what it is, its models, our examples."""
+    """What aqua eval adds to lm-eval's help: what it is, its models, our examples."""
     from eval_plugins.lm_eval.aqua.task_folder import task_config_dir
 
     print(
@@ -81,7 +81,7 @@ def run_cli(argv: list[str]) -> int:
     """lm-eval's own command line (its public entry point) with our registrations, then the
     AQUA table: on 0.4.13 the paper layout of the results it kept and the judge failures; on
     the 0.5 line (which gives a group only averaged figures) the table pooled over clips,
-    read back from the saved samples by `aqua-score`."""
+    read back from the saved samples by `aqua score`."""
     from lm_eval.__main__ import cli_evaluate
 
     argv = with_model_alias(argv)
@@ -163,7 +163,7 @@ def check_aqua_settings(given: argparse.Namespace) -> None:
 
 def print_pooled_table(output: Path) -> None:
     """The AQUA table of the run's saved samples, every all-tracks row pooled over clips:
-    the scoring pipeline of `aqua-score` (a run without AQUA tasks prints nothing)."""
+    the scoring pipeline of `aqua score` (a run without AQUA tasks prints nothing)."""
     from aqua_tasks.reports.tables import format_table
     from aqua_tasks.runs import ScoreSettings, read_run, score_run
 

@@ -1,9 +1,9 @@
-"""What `aqua-eval` adds around lm-eval's command line: its results, judge failures, table.
+"""What `aqua eval` adds around lm-eval's command line: its results, judge failures, table.
 
 - each evaluation in a judge session whose per-item files go beside lm-eval's samples (the
   evaluation seam, under plain `lm_eval` too);
 - the paper-layout table after lm-eval's own, and judge failures repeated at the end with a
-  non-zero exit (`aqua-eval` only: plain `lm_eval` prints its table and logs the failures).
+  non-zero exit (`aqua eval` only: plain `lm_eval` prints its table and logs the failures).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from eval_common.cli import fail
 
-# Modules that need scipy, regex or torch are imported when used: `aqua-eval --help` stays quick.
+# Modules that need scipy, regex or torch are imported when used: `aqua eval --help` stays quick.
 
 
 @dataclass

@@ -1,8 +1,8 @@
-"""lm-eval's own refusals, said in one line: bad JSON flags (aqua-eval) and tasks not found.
+"""lm-eval's own refusals, said in one line: bad JSON flags (aqua eval) and tasks not found.
 
 lm-eval 0.4.13 raises a bare ValueError, shown as a traceback, for a `--metadata` or
 `--model_args` value that is broken JSON ("Invalid JSON: ..." without the flag or the place),
-and for a task name it cannot find ("Tasks not found: x"). `aqua-eval` checks its own command
+and for a task name it cannot find ("Tasks not found: x"). `aqua eval` checks its own command
 line for the first before lm-eval parses it; both say the second in one line.
 """
 

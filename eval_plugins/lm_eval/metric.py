@@ -30,7 +30,7 @@ from orca_judge.prompted import metric as prompted
 from orca_judge.prompted.settings import METRIC as LLM_METRIC
 from orca_judge.prompted.settings import LlmJudgeSettings
 
-FORM = "doc-aware (lm_eval with this package installed, aqua-eval, register_all)"
+FORM = "doc-aware (lm_eval with this package installed, aqua eval, register_all)"
 
 
 def orca(references: Sequence[Any], predictions: Sequence[Any], **entry: Any) -> dict:

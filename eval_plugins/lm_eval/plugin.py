@@ -47,7 +47,7 @@ def on_evaluator(module: ModuleType) -> None:
     from eval_plugins.lm_eval.registration import register_all
 
     if own_import_underway():
-        # e.g. aqua-eval's register_all() importing the metric, which imports the evaluator:
+        # e.g. aqua eval's register_all() importing the metric, which imports the evaluator:
         # registering now would meet our modules half-initialised. On 0.4.13 it is done when
         # each evaluation starts (a no-op once the caller has registered); lm-eval 0.5 builds
         # its tasks before that, and the caller underway registers.

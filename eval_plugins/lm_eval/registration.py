@@ -88,6 +88,6 @@ def register_all() -> None:
     # Metric `orca`, and its settings checked and judge loaded before any generation.
     install()
     # Our models' arguments checked before they load; pooled all-tracks rows, standard errors
-    # and counts in the results lm-eval prints and saves; the results kept for aqua-eval.
+    # and counts in the results lm-eval prints and saves; the results kept for aqua eval.
     patch_evaluation(around=checked_run, finish=fix_results)
     patch_cache_keys()

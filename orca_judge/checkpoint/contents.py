@@ -19,7 +19,7 @@ from orca_judge.model import pickle_refusal
 
 # Training arguments as format orca-judge/1 first kept them, inside `config`, with the values
 # a checkpoint that records none stands for (a published one, or one older than a field).
-# Frozen: judge fingerprints and the settings orca-average compares are computed over them.
+# Frozen: judge fingerprints and the settings orca average compares are computed over them.
 FORMAT_1_TRAINING: dict[str, Any] = {
     "max_chars": 1000,
     "lr": 2e-4,
@@ -39,7 +39,7 @@ FORMAT_1_TRAINING: dict[str, Any] = {
 
 # Training arguments added since, with the value that means "as before they existed": a
 # checkpoint recording that value is the judge an older one without the field is, so it is
-# left out of the mapping fingerprints and orca-average read.
+# left out of the mapping fingerprints and orca average read.
 LATER_TRAINING_AS_BEFORE: dict[str, Any] = {"autocast": "off", "select": "best"}
 
 

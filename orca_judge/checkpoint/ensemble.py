@@ -31,7 +31,7 @@ from orca_judge.errors import CheckpointError
 from orca_judge.judge import OrcaJudge, OrcaPrediction
 from orca_judge.processes import Processes
 
-FORMAT = "orca-ensemble/1"
+FORMAT = "orca ensemble/1"
 # Per member: its folder inside the ensemble, the judge's fingerprint when it was written (for
 # the reader), and the sha256 of its files (checked at every load).
 MEMBER_FIELDS = ("folder", "fingerprint", "files_sha256")
@@ -226,7 +226,7 @@ def write_ensemble(
             raise ValueError(f"{path}: is an ensemble itself; name its member judges instead")
     output = check_output_folder(
         output,
-        command="orca-ensemble",
+        command="orca ensemble",
         flag="--output",
         inputs=paths,
         overwrite=overwrite,

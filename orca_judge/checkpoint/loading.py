@@ -62,7 +62,7 @@ def read_checkpoint(path: str | Path, backbone: str | None = None) -> Checkpoint
     if (root / ENSEMBLE_FILE).exists():
         raise CheckpointError(
             f"{root}: an ensemble of judges ({ENSEMBLE_FILE}), not one judge: name one of its "
-            "member-N folders here, or score with the whole (orca_judge.load_judge, orca-score)"
+            "member-N folders here, or score with the whole (orca_judge.load_judge, orca score)"
         )
     if (root / CONFIG_FILE).exists():
         return read_native(root, backbone)

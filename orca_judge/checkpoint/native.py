@@ -65,7 +65,7 @@ question, given the question, the reference answer, a rationale and the candidat
 - LoRA r={lora_r}; {pooling}-token pooling.
 - Likelihood: {likelihood}; input template: {template}; clamp threshold: {clamp_threshold}.
 - Load: `OrcaJudge.from_pretrained("<this directory>")`
-  or `orca-score --checkpoint <this directory>`.
+  or `orca score --checkpoint <this directory>`.
 
 ## Data attribution
 Trained on human ratings from the ORCA audio-QA annotations (`BUT-FIT/orca-audio-qa-annotations`),
@@ -104,7 +104,7 @@ def write_checkpoint(
         command="orca-judge",
         flag="checkpoint folder",
         overwrite=overwrite,
-        overwrite_flag="overwrite=True (orca-train/orca-average: --overwrite)",
+        overwrite_flag="overwrite=True (orca train/average: --overwrite)",
         is_own=is_native_checkpoint,
     )
     with atomic_dir(target, owned=OWNED) as tmp:

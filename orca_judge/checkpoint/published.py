@@ -66,7 +66,7 @@ PUBLISHED_JUDGES = (
 
 @dataclass(frozen=True)
 class ClampChoice:
-    """The clamp threshold a judge uses and why (printed by orca-score, kept with results)."""
+    """The clamp threshold a judge uses and why (printed by orca score, kept with results)."""
 
     threshold: float | None
     reason: str

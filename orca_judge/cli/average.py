@@ -1,7 +1,7 @@
-"""orca-average: one judge whose weights are the mean of several judges' weights.
+"""orca average: one judge whose weights are the mean of several judges' weights.
 
-Typical use: the evaluation checkpoints a run kept with `orca-train --keep-evaluations N`
-    orca-average runs/judge-run/evaluations/step-* --output runs/judge-avg
+Typical use: the evaluation checkpoints a run kept with `orca train --keep-evaluations N`
+    orca average runs/judge-run/evaluations/step-* --output runs/judge-avg
 The judges must share settings and backbone weights. LoRA updates are averaged exactly and
 factored back to the adapter's rank; the part that rank cannot hold is reported. The average
 has no clamp threshold (that is tuned per judge); compare it on dev before using it.
@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from eval_common.cli import add_json_flag, command, fail
 from orca_judge.training.averaging import average_checkpoints
 
-PROG = "orca-average"
+PROG = "orca average"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `orca-average` argument parser."""
+    """The `orca average` argument parser."""
     parser = argparse.ArgumentParser(
         prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 @command(PROG)
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `orca-average`; returns the exit status."""
+    """Entry point of `orca average`; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
         report = average_checkpoints(args.checkpoints, args.output, overwrite=args.overwrite)

@@ -1,4 +1,4 @@
-"""orca-compare: several judges on one human-rated item file — agreement, speed, tokens, cost."""
+"""orca compare: several judges on one human-rated item file — agreement, speed, tokens, cost."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from eval_common.cli import add_json_flag, command, fail
 from eval_common.jsonio import json_safe
 
-PROG = "orca-compare"
+PROG = "orca compare"
 COLUMNS = (
     ("judge", "judge", "{}"),
     ("kind", "kind", "{}"),
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE,...",
-        help="a prompted judge, as orca-llm-judge --judge, plus optional name=LABEL and "
+        help="a prompted judge, as orca llm-judge --judge, plus optional name=LABEL and "
         "price_prompt=USD,price_completion=USD (per million tokens)",
     )
     parser.add_argument(

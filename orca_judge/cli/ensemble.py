@@ -1,8 +1,8 @@
-"""orca-ensemble: several trained judges in one folder, scored as the mixture of their predictions.
+"""orca ensemble: several trained judges in one folder, scored as the mixture of their predictions.
 
 Typical use: the judges of one recipe trained at three seeds
-    orca-ensemble runs/judge-seed-0 runs/judge-seed-1 runs/judge-seed-2 --output runs/judge-ensemble
-The folder loads wherever one judge does (orca-score, `metric: orca`, aqua-open-judge-check):
+    orca ensemble runs/judge-seed-0 runs/judge-seed-1 runs/judge-seed-2 --output runs/judge-ensemble
+The folder loads wherever one judge does (orca score, `metric: orca`, aqua open-judge-check):
 each item's predicted rating distribution is the equal mixture of the members', at the cost of
 one forward pass per member. Members must read the same input blocks with one likelihood; each
 keeps its own clamp threshold. A member changed after this command is refused at load.
@@ -16,11 +16,11 @@ from collections.abc import Sequence
 
 from eval_common.cli import add_json_flag, command, fail
 
-PROG = "orca-ensemble"
+PROG = "orca ensemble"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `orca-ensemble` argument parser."""
+    """The `orca ensemble` argument parser."""
     parser = argparse.ArgumentParser(
         prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 @command(PROG)
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `orca-ensemble`; returns the exit status."""
+    """Entry point of `orca ensemble`; returns the exit status."""
     args = build_parser().parse_args(argv)
     from orca_judge.checkpoint.ensemble import write_ensemble
 

@@ -1,10 +1,10 @@
-"""orca-fetch-ratings: the ORCA human ratings, fetched into the layout the training configs read.
+"""orca fetch-ratings: the ORCA human ratings, fetched into the layout the training configs read.
 
-    orca-fetch-ratings --output data/orca-human
+    orca fetch-ratings --output data/orca-human
 
 Loads the Hugging Face dataset BUT-FIT/orca-audio-qa-annotations with `datasets` (network, or
 its cache; --source reads a local copy or another revision instead), keeps the human-rated
-rows, checks every one as orca-train reads it and writes train.jsonl and dev.jsonl (one item
+rows, checks every one as orca train reads it and writes train.jsonl and dev.jsonl (one item
 a line: id, question, reference, rationale, transcript, candidate, ratings) and a README with
 the licence (CC-BY-4.0, attribute Speech@FIT). configs/orca/*.yaml read data/orca-human/.
 """
@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from eval_common.cli import add_json_flag, command
 from orca_judge.human_ratings import DATASET_ID, HUMAN, fetch_human_ratings
 
-PROG = "orca-fetch-ratings"
+PROG = "orca fetch-ratings"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `orca-fetch-ratings` argument parser."""
+    """The `orca fetch-ratings` argument parser."""
     parser = argparse.ArgumentParser(
         prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 @command(PROG)
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `orca-fetch-ratings`; returns the exit status."""
+    """Entry point of `orca fetch-ratings`; returns the exit status."""
     args = build_parser().parse_args(argv)
     ratings = fetch_human_ratings(
         args.output,

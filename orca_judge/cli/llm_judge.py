@@ -1,4 +1,4 @@
-"""orca-llm-judge: rate answers 1-5 with a prompted LLM judge; agreement when items are rated."""
+"""orca llm-judge: rate answers 1-5 with a prompted LLM judge; agreement when items are rated."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from eval_common.cli import add_json_flag, add_progress_flag, command, fail
 from eval_common.jsonio import write_jsonl
 from eval_common.outputs import check_output_file
 
-PROG = "orca-llm-judge"
+PROG = "orca llm-judge"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
     parser.add_argument(
-        "--input", required=True, help="items to rate (.jsonl / .json, as orca-score)"
+        "--input", required=True, help="items to rate (.jsonl / .json, as orca score)"
     )
     parser.add_argument("--output", help="write one judgement per line (JSONL) here")
     parser.add_argument(

@@ -1,4 +1,4 @@
-"""orca-score: score answers with an ORCA judge; report agreement when items carry ratings.
+"""orca score: score answers with an ORCA judge; report agreement when items carry ratings.
 
 Under `torchrun` / `accelerate launch` each process scores a share of the batches and rank
 0 alone prints and writes, with the predictions one process gives.
@@ -24,7 +24,7 @@ from eval_common.cli import (
 from eval_common.jsonio import write_jsonl
 from eval_common.outputs import check_output_file
 
-PROG = "orca-score"
+PROG = "orca score"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--checkpoint",
         required=True,
-        help="checkpoint directory (native or published layout) or orca-ensemble folder",
+        help="checkpoint directory (native or published layout) or orca ensemble folder",
     )
     parser.add_argument("--input", required=True, help="items to score (.jsonl / .json)")
     parser.add_argument("--output", help="write one prediction per line (JSONL) here")

@@ -1,6 +1,6 @@
-"""orca-synthesize: rule-rated candidates for an earlier curriculum stage, built offline.
+"""orca synthesize: rule-rated candidates for an earlier curriculum stage, built offline.
 
-    orca-synthesize data/orca-human/train.jsonl --output runs/synthetic.jsonl
+    orca synthesize data/orca-human/train.jsonl --output runs/synthetic.jsonl
 
 Per question of the input: the reference (bare or in a sentence, rated 5), another question's
 reference (rated 1), a non-answer (rated 1) and, for references of four or more words, the
@@ -21,11 +21,11 @@ from eval_common.outputs import check_output_file, write_text
 from orca_judge.data import load_items
 from orca_judge.training.synthetic import DEFAULT_KINDS, KINDS, build_synthetic_items
 
-PROG = "orca-synthesize"
+PROG = "orca synthesize"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `orca-synthesize` argument parser."""
+    """The `orca synthesize` argument parser."""
     parser = argparse.ArgumentParser(
         prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 @command(PROG)
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `orca-synthesize`; returns the exit status."""
+    """Entry point of `orca synthesize`; returns the exit status."""
     args = build_parser().parse_args(argv)
     if problem := number_problem("--seed", args.seed, minimum=0):
         return fail(PROG, problem)

@@ -1,4 +1,4 @@
-"""orca-train: fine-tune an ORCA judge on rated items (one stage, or a curriculum from YAML)."""
+"""orca train: fine-tune an ORCA judge on rated items (one stage, or a curriculum from YAML)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from orca_judge.training.arguments import TrainingArguments
 from orca_judge.training.heldout import heldout_fraction_problem
 from orca_judge.training.plan import SETTING_FIELDS, plan_stages
 
-PROG = "orca-train"
+PROG = "orca train"
 
 
 def _none_or(kind):
@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         metavar="N",
         help="also keep the checkpoints of the last N dev evaluations in "
-        "<run-dir>/evaluations/step-NNNNNN (for orca-average); default 0 keeps only the best",
+        "<run-dir>/evaluations/step-NNNNNN (for orca average); default 0 keeps only the best",
     )
     io.add_argument(
         "--heldout-fraction",

@@ -60,7 +60,7 @@ def check_payloads(items: Sequence[Any]) -> None:
         raise OrcaMetricError(
             f"orca aggregation received {bad!r} instead of judge inputs; lm-eval reduces "
             "metrics of tasks with list-valued targets to any(); give the task a single "
-            "reference, or run it with aqua-eval / register_all() so that orca sees the doc"
+            "reference, or run it with aqua eval / register_all() so that orca sees the doc"
         )
 
 
@@ -151,7 +151,7 @@ def report_failure(
     inputs: Sequence[Mapping],
     err: Exception,
 ) -> float:
-    """Keep the run (and its samples) alive: save the judge inputs for orca-score, log, nan.
+    """Keep the run (and its samples) alive: save the judge inputs for orca score, log, nan.
 
     Once per (task, filter): the other figures of a failed pass only return nan.
     """
@@ -164,7 +164,7 @@ def report_failure(
     session.pending[site] = path
     message = (
         f"{task}/{filter_name}: ORCA judge failed ({err}); the {len(inputs)} judge inputs are "
-        f"saved in {path}: score them with `orca-score --checkpoint CKPT --input {path}`"
+        f"saved in {path}: score them with `orca score --checkpoint CKPT --input {path}`"
     )
     if session.record_failure(message):
         logger.error(message)

@@ -144,7 +144,7 @@ class JudgeSession:
         """Which judge scored, as recorded with per-item results: checkpoint, fingerprint, clamp.
 
         `fingerprint` (see `OrcaJudge.fingerprint`) is what tells two checkpoints apart;
-        `aqua-regress` refuses to compare judge scores whose fingerprints or clamping differ.
+        `aqua regress` refuses to compare judge scores whose fingerprints or clamping differ.
         The clamp threshold, token limit and where they came from are recorded beside them.
         """
         setup = self.judge(settings).describe()

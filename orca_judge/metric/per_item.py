@@ -1,7 +1,7 @@
 """Per-item judge results written beside lm-eval's samples: `orca_<task>_<filter>_<time>.jsonl`.
 
 A judge failure at aggregation instead leaves the judge inputs in
-`orca_pending_<task>_<filter>_<time>.jsonl`, ready for `orca-score`.
+`orca_pending_<task>_<filter>_<time>.jsonl`, ready for `orca score`.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def write_per_item(
 def write_pending(
     folder: Path, task: str, filter_name: str, inputs: Sequence[Mapping[str, Any]]
 ) -> Path:
-    """Save judge inputs that could not be judged, for `orca-score --input` (once per name)."""
+    """Save judge inputs that could not be judged, for `orca score --input` (once per name)."""
     path = folder / file_name("orca_pending", task, filter_name)
     if not path.exists():
         write_jsonl(path, [{**item, "id": item_id(item)} for item in inputs])

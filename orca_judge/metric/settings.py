@@ -41,7 +41,7 @@ class OrcaMetricSettings:
     transcript_field: str = "transcript"
     ratings_field: str = ""  # doc field with human 1-5 ratings; set to report rho/tau/MAE
     id_field: str = "id"  # doc field naming the item in per-item results
-    output_dir: str | None = None  # where per-item results go (aqua-eval: beside lm-eval's)
+    output_dir: str | None = None  # where per-item results go (aqua eval: beside lm-eval's)
 
     def judge_key(self) -> tuple:
         """What identifies a loaded judge: checkpoint and how it is loaded."""

@@ -156,7 +156,7 @@ def _failed(
     inputs: Sequence[Mapping[str, Any]],
     err: Exception,
 ) -> float:
-    """Keep the run alive: log once, save the inputs for `orca-llm-judge`, return nan."""
+    """Keep the run alive: log once, save the inputs for `orca llm-judge`, return nan."""
     if f"{METRIC}:{site}" in session.pending:
         return math.nan
     folder = session.folder(raw.get("output_dir"))
@@ -164,7 +164,7 @@ def _failed(
     if folder is not None:
         path = write_pending(folder, f"{METRIC}_{task}", filter_name, inputs)
         session.pending[f"{METRIC}:{site}"] = path
-        where = f"; the {len(inputs)} judge inputs are saved in {path} (orca-llm-judge --input)"
+        where = f"; the {len(inputs)} judge inputs are saved in {path} (orca llm-judge --input)"
     message = f"{site}: llm_judge failed ({err}){where}"
     if session.record_failure(message):
         logger.error(message)

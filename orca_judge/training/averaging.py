@@ -1,6 +1,6 @@
 """Checkpoint averaging: one judge whose weights are the mean of several judges' weights.
 
-Meant for the evaluation checkpoints of one run (`orca-train --keep-evaluations N`), whose
+Meant for the evaluation checkpoints of one run (`orca train --keep-evaluations N`), whose
 weights lie close together. The head and any full tensors are averaged directly. A LoRA
 update is the product B·A, and the mean of products is not the product of means, so each
 adapted module's mean update (1/K)·Σ B_k·A_k is computed exactly and factored back to the
@@ -160,7 +160,7 @@ def average_checkpoints(
     # Any non-empty folder needs --overwrite: an average never silently replaces a judge.
     output = check_output_folder(
         output,
-        command="orca-average",
+        command="orca average",
         flag="--output",
         inputs=paths,
         overwrite=overwrite,

@@ -97,9 +97,9 @@ def run_curriculum(
     keep_evaluations: int = 0,
     processes: Processes | None = None,
 ) -> dict[str, Any]:
-    """Train every stage, record the curriculum and score the held-out items: what orca-train does.
+    """Train every stage, record the curriculum and score the held-out items: what orca train does.
 
-    Returns the summary `orca-train --json` prints: the checkpoint, each stage's metrics and,
+    Returns the summary `orca train --json` prints: the checkpoint, each stage's metrics and,
     with held-out items, their agreement with the human ratings (also stored in metrics.json).
     `processes`: as for `train`; the held-out items are scored by all of them, rank 0 writes.
     """

@@ -60,7 +60,7 @@ def hold_out(
     fraction: float = 0.0,
     seed: int = 0,
 ) -> HeldOutSplit:
-    """The split as `orca-train --heldout-fraction F --split-seed S` makes it (none at 0)."""
+    """The split as `orca train --heldout-fraction F --split-seed S` makes it (none at 0)."""
     if problem := heldout_fraction_problem(fraction):
         raise ValueError(problem)
     devs, items = [list(d) for d in dev_sets], []

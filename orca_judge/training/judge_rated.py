@@ -3,7 +3,7 @@
 ORCA's middle stage trains on benchmark answers rated by an LLM judge. A stage with
 `rated_by: {model: ..., base_url: ...}` (the settings of `orca_judge/prompted/settings.py`)
 has every item of its `train` file rated by that judge before it trains; an item then trains
-with `ratings: [rating]`, whatever ratings the file held (orca-synthesize's rule ratings are
+with `ratings: [rating]`, whatever ratings the file held (orca synthesize's rule ratings are
 ignored). Asking, re-asking and caching are the prompted judge's (`prompted/judge.py`), so a
 rerun or resumed curriculum sends no request twice. A failed judgement is counted, reported
 and left out of the stage; more than `max_failed_share` of them refuses the stage.
@@ -92,7 +92,7 @@ def judge_rating_plan(
     if doc_fields:
         raise LlmJudgeError(
             f"{where}: {RATED_BY}: {', '.join(doc_fields)}: a setting of metric llm_judge's doc "
-            "fields, not of a stage (its items are read as orca-score reads them)"
+            "fields, not of a stage (its items are read as orca score reads them)"
         )
     unknown = sorted(set(raw) - set(JUDGE_NAMES))
     if unknown:

@@ -233,7 +233,7 @@ def train(
     different items) is refused. `overwrite=True` allows replacing an existing output
     folder and discarding a run state that belongs to another run. `keep_evaluations=N`
     also keeps the checkpoints of the last N dev evaluations in `run_dir/evaluations/`
-    (`step-000120`, …), for checkpoint averaging (`orca-average`).
+    (`step-000120`, …), for checkpoint averaging (`orca average`).
 
     `processes` (default: the process group already joined, else one process): every rank
     calls `train` with the same arguments; each takes `batch_size / world_size` items of every
@@ -248,7 +248,7 @@ def train(
     # A file, the current folder (`--output .`) or a training file's folder is never ours.
     output = check_output_folder(
         output,
-        command="orca-train",
+        command="orca train",
         flag="--output",
         inputs=[v for k, v in (provenance or {}).items() if k.endswith("_file")],
         overwrite=True,  # whether a non-empty folder may be replaced is decided by _claim

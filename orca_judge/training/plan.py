@@ -1,4 +1,4 @@
-"""Planning a curriculum as orca-train does: YAML and overrides to stages, then data to `Stage`s.
+"""Planning a curriculum as orca train does: YAML and overrides to stages, then data to `Stage`s.
 
 `plan_stages` reads nothing but the YAML (its settings checked, its paths resolved);
 `load_stages` loads each stage's files, builds rule-rated stages, has a prompted judge rate
@@ -90,7 +90,7 @@ def plan_stages(
 ) -> list[StagePlan]:
     """The stages a curriculum YAML (or `train`/`dev` alone) describes; `overrides` win over it.
 
-    `overrides` are OrcaConfig and TrainingArguments fields (orca-train's flags; a refusal
+    `overrides` are OrcaConfig and TrainingArguments fields (orca train's flags; a refusal
     names them as --flag). Relative train/dev paths from the YAML are read from `data_dir`,
     else from the YAML's `data_dir` (itself relative to the YAML), else the current folder
     or the YAML's folder; `train`/`dev` given here are read as they are. ValueError names
@@ -167,8 +167,8 @@ def synthesized_record(kinds: Sequence[str]) -> str:
     from orca_judge.training.synthetic import DEFAULT_KINDS
 
     if tuple(kinds) == DEFAULT_KINDS:
-        return "rule-rated (orca-synthesize)"
-    return f"rule-rated (orca-synthesize --kinds {' '.join(kinds)})"
+        return "rule-rated (orca synthesize)"
+    return f"rule-rated (orca synthesize --kinds {' '.join(kinds)})"
 
 
 def _seed(plan: StagePlan) -> int:
@@ -215,7 +215,7 @@ def load_stages(
     bar with `progress`), and its data records the judge and how many items it rated and
     failed. DataError names a file that cannot be read.
     """
-    # Loaded here, not at import: planning (and orca-train --help) needs no torch.
+    # Loaded here, not at import: planning (and orca train --help) needs no torch.
     from orca_judge.data import file_sha256, load_items
     from orca_judge.training.curriculum import Curriculum, Stage
     from orca_judge.training.heldout import heldout_fraction_problem, hold_out

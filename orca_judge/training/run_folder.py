@@ -114,7 +114,7 @@ class RunFolder:
                 "(overwrite=True) to start over"
             ) from None
         if not isinstance(state, dict) or "config" not in state:
-            raise RunConflictError(f"{path}: not a resume state written by orca-train")
+            raise RunConflictError(f"{path}: not a resume state written by orca train")
         return state
 
     def require_no_evaluations(self, overwrite: bool) -> None:

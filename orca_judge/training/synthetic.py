@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from orca_judge.data import OrcaItem, normalize_question
 
-# What `synthesize: true` and `orca-synthesize` build unless kinds are named.
+# What `synthesize: true` and `orca synthesize` build unless kinds are named.
 DEFAULT_KINDS = ("reference", "other-reference", "non-answer", "partial")
 ABSTENTION_KINDS = ("abstention", "answer-to-abstention")
 KINDS = DEFAULT_KINDS + ABSTENTION_KINDS

@@ -115,7 +115,7 @@ def test_core_imports_no_harness_no_torch_and_nothing_outside_core():
 
 
 def test_build_imports_no_harness_no_torch_at_module_level_and_only_core():
-    # aqua-build runs without a harness; only its `hf` generator imports torch/transformers,
+    # aqua build runs without a harness; only its `hf` generator imports torch/transformers,
     # lazily inside the one function that needs them. Its HTTP client and reply cache are
     # eval_common's.
     allowed = ("aqua_tasks.build", "aqua_tasks.core")

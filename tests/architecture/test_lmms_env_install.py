@@ -2,7 +2,7 @@
 
 `scripts/install-lmms-eval-env.sh` installs lmms-eval's dependencies by hand (it must use
 --no-deps for lmms-eval); this package's optional `plot` extra (matplotlib, for the charts of
-`aqua-report`), `wandb` extra (`--wandb_args`, tests_lmms/test_lmms_loggers.py) and `voxtral`
+`aqua report`), `wandb` extra (`--wandb_args`, tests_lmms/test_lmms_loggers.py) and `voxtral`
 extra (mistral-common, tests_lmms/test_lmms_audio_lm.py) must come with it, pinned in
 `constraints/lmms-eval.txt` like the rest and at the versions the main environment passed with.
 """

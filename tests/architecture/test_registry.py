@@ -20,7 +20,7 @@ tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-# A choice among the table's models, not a registry: the baselines aqua-demo runs.
+# A choice among the table's models, not a registry: the baselines aqua demo runs.
 CHOICES = {("eval_plugins/lm_eval/aqua/demo.py", "DEMO_MODELS")}
 
 

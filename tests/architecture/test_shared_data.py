@@ -51,7 +51,7 @@ def test_a_missing_folder_skips_with_one_reason_naming_it_and_how_to_get_it(tmp_
         assert f"{tmp_path / 'data' / name}: set AQUA_SHARED_DIR to a folder holding" in (
             missing_reason(name)
         )
-    assert "orca-fetch-ratings --output" in missing_reason("orca-human")
+    assert "orca fetch-ratings --output" in missing_reason("orca-human")
     assert "'Get the data'" in missing_reason("aqua-bench")
 
 

@@ -1,4 +1,4 @@
-"""Audio resolution, decoding and the `aqua-audio` CLI, on real clips and released names."""
+"""Audio resolution, decoding and the `aqua audio` CLI, on real clips and released names."""
 
 from __future__ import annotations
 
@@ -264,7 +264,7 @@ def test_missing_clip_error_names_the_file_every_path_and_the_fix(tmp_path):
     assert all(path in message for path in error.tried)
     assert str(tmp_path / "ESC-50-master/audio/1-100032-A-0.wav") in error.tried
     assert "audio_root" in message and "animal_audio_root" in message
-    assert "aqua-audio prepare --source esc50" in message
+    assert "aqua audio prepare --source esc50" in message
 
 
 def test_missing_root_is_reported_as_missing(tmp_path):
@@ -312,7 +312,7 @@ def test_audio_for_item_fails_on_an_unreadable_clip_before_inference(tmp_path):
         audio_for_item("vocal", VOCAL_NAME, AudioRoots(audio_root=str(tmp_path)))
 
 
-# --- aqua-audio check ----------------------------------------------------------------------
+# --- aqua audio check ----------------------------------------------------------------------
 
 
 def test_check_counts_found_missing_and_unreadable_per_track(tmp_path, tiny_data_dir, capsys):
@@ -354,7 +354,7 @@ def test_check_text_output_lists_missing_files_and_the_fix(tmp_path, tiny_data_d
     assert "not found: /work/u2619111/frank/vocalsound_16k/audio_16k/m2998_0_laughter.wav" in out
     assert "m2776_0_sigh" not in out
     assert str(tmp_path / "vocalsound_16k/audio_16k/m2998_0_laughter.wav") in out
-    assert "vocal_audio_root" in out and "aqua-audio prepare --source vocalsound" in out
+    assert "vocal_audio_root" in out and "aqua audio prepare --source vocalsound" in out
 
 
 def test_check_rejects_an_unknown_track(tiny_data_dir, capsys):
@@ -364,7 +364,7 @@ def test_check_rejects_an_unknown_track(tiny_data_dir, capsys):
     assert "unknown track 'speech'" in capsys.readouterr().err
 
 
-# --- aqua-audio prepare --------------------------------------------------------------------
+# --- aqua audio prepare --------------------------------------------------------------------
 
 
 def assert_prepared(path: Path, seconds: float, freq: float | None = None) -> None:
@@ -506,8 +506,8 @@ def test_prepare_lists_columns_when_no_file_name_is_found(tmp_path, capsys):
         saved, {"label": [1], "audio": [{"bytes": wav_bytes(16000, 0.1), "path": None}]}
     )
     code = main(["prepare", "--source", "vocalsound", "--from", str(saved), "--audio-root", "x"])
-    (error,) = [line for line in capsys.readouterr().err.splitlines() if "aqua-audio" in line]
-    assert code == 2 and error.startswith("aqua-audio: error: ")
+    (error,) = [line for line in capsys.readouterr().err.splitlines() if "aqua audio" in line]
+    assert code == 2 and error.startswith("aqua audio: error: ")
     assert "label (int64), audio (Audio)" in error and "--name-column" in error
 
 

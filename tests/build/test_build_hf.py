@@ -1,4 +1,4 @@
-"""`aqua-build --iaqd hf` with a tiny chat model built offline (real tokenizer and template).
+"""`aqua build --iaqd hf` with a tiny chat model built offline (real tokenizer and template).
 
 Its random weights never write a valid question: every reply is rejected, asked again with
 the reason, and the template stands in, all counted in the manifest; a rerun reads every
@@ -96,7 +96,7 @@ def test_cli_hf_without_a_model_folder_is_a_one_line_error(tmp_path, capsys):
     )
     assert code == 2
     assert capsys.readouterr().err.strip() == (
-        "aqua-build: error: --iaqd hf needs --model (a local model folder)"
+        "aqua build: error: --iaqd hf needs --model (a local model folder)"
     )
     assert not manifest_path(tmp_path / MMAU_OUTPUT).exists()
 
@@ -108,6 +108,6 @@ def test_cli_hf_with_a_missing_model_folder_stops_before_reading_anything(tmp_pa
     assert code == 2
     # Not transformers' "Repo id must be in the form …", and before the (absent) input is read.
     assert capsys.readouterr().err.strip() == (
-        f"aqua-build: error: --iaqd hf --model {str(folder)!r}: no such folder (a local chat "
+        f"aqua build: error: --iaqd hf --model {str(folder)!r}: no such folder (a local chat "
         "model folder with its config, weights and tokenizer; nothing is downloaded)"
     )

@@ -1,4 +1,4 @@
-"""aqua-build's output is checked by the readers' own layout rules before it is written."""
+"""aqua build's output is checked by the readers' own layout rules before it is written."""
 
 from __future__ import annotations
 

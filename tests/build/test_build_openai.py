@@ -1,4 +1,4 @@
-"""`aqua-build --iaqd openai` against the local chat stand-in: validation, retries, resume."""
+"""`aqua build --iaqd openai` against the local chat stand-in: validation, retries, resume."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`aqua-build` never writes over its source file, and names a file given as its output folder."""
+"""`aqua build` never writes over its source file, and names a file given as its output folder."""
 
 from __future__ import annotations
 

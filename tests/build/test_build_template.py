@@ -1,4 +1,4 @@
-"""`aqua-build` on the real MMAU test-mini with the template generator: layout, rules, defects."""
+"""`aqua build` on the real MMAU test-mini with the template generator: layout, rules, defects."""
 
 from __future__ import annotations
 

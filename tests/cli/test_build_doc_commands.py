@@ -43,7 +43,7 @@ SKIPPED = {
     "runs/mmau-lmms-eval": (
         "runs in the lmms-eval environment: tests_lmms/test_lmms_mmau.py runs aqua_mmau there"
     ),
-    "aqua-score runs/mmau-lmms-eval --data-dir aqua-mmau/": (
+    "aqua score runs/mmau-lmms-eval --data-dir aqua-mmau/": (
         "reads the lmms-eval run above (tests_lmms/test_lmms_logs_live.py scores lmms-eval "
         "logs with --data-dir)"
     ),
@@ -87,7 +87,7 @@ def concrete(command: str, url: str, chat_model: Path, audio_model: Path) -> str
         command += f" --limit {LLM_LIMIT['openai']}"
     if "--iaqd hf" in command:
         command += f" --limit {LLM_LIMIT['hf']} --max-attempts 1 --max-tokens 8"
-    if command.startswith("aqua-eval"):
+    if command.startswith("aqua eval"):
         command += " --gen_kwargs max_gen_toks=4"  # the tiny model's replies are noise
     return command
 
@@ -153,7 +153,7 @@ def _manifest(work: Path, folder: str) -> dict:
 
 def test_the_build_prints_the_line_the_page_quotes(ran):
     (template,) = [
-        r for c, r in ran.items() if c.startswith("aqua-build --source mmau --input mmau-test")
+        r for c, r in ran.items() if c.startswith("aqua build --source mmau --input mmau-test")
     ]
     page = (REPO / "docs" / "build.md").read_text()
     quoted = re.search(r"prints one line:\n\s*`([^`]+)`", page).group(1)
@@ -175,7 +175,7 @@ def test_model_written_builds_count_what_the_model_wrote(ran):
 
 
 def test_audio_check_finds_every_clip_and_the_runs_score_every_item(ran):
-    checks = [r["out"] for c, r in ran.items() if c.startswith("aqua-audio check")]
+    checks = [r["out"] for c, r in ran.items() if c.startswith("aqua audio check")]
     assert checks[0].startswith("mmau: 3 referenced, 3 found, 0 missing")
     assert checks[1].startswith("mmau: 4 referenced, 4 found, 0 missing")
     work = next(iter(ran.values()))["work"]

@@ -17,7 +17,9 @@ from aqua_tasks.core.docs import audio_enabled
 from aqua_tasks.core.run_settings import check_aqua_metadata
 from aqua_tasks.errors import AquaDataError
 from aqua_tasks.task.definition import build_docs
+from eval_plugins.cli.main import COMMANDS as AQUA_COMMANDS
 from eval_plugins.lm_eval.aqua import demo
+from orca_judge.cli.main import COMMANDS as ORCA_COMMANDS
 from orca_judge.errors import OrcaMetricError
 from orca_judge.metric.settings import resolve_settings
 
@@ -25,6 +27,12 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("aqua_tasks", "orca_judge")
 CLI_ROOMS = ("aqua_tasks.cli", "orca_judge.cli", "eval_plugins.cli")
 SCRIPTS = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+# `aqua eval` -> "eval_plugins.cli.aqua_eval", … : every subcommand of the two commands.
+SUBCOMMANDS = {
+    f"{prog} {name}": module
+    for prog, table in (("aqua", AQUA_COMMANDS), ("orca", ORCA_COMMANDS))
+    for name, (module, _) in table.items()
+}
 BIN = Path(sys.executable).parent
 LEGACY = Path(__file__).parents[1] / "data" / "legacy_run_0_1_0"
 
@@ -60,36 +68,33 @@ def _is_cli(module: str) -> bool:
     return package in CLI_ROOMS and leaf != "__init__"
 
 
-def test_every_console_script_runs_a_cli_module_named_after_it():
-    assert len(SCRIPTS) == 17
-    for command, target in SCRIPTS.items():
-        module, _, attr = target.partition(":")
+def test_two_commands_whose_subcommands_run_cli_modules_named_after_them():
+    assert SCRIPTS == {"aqua": "eval_plugins.cli.main:main", "orca": "orca_judge.cli.main:main"}
+    for command, module in SUBCOMMANDS.items():
         package, _, leaf = module.rpartition(".")
-        assert package in CLI_ROOMS and attr == "main", target
-        # aqua-score -> aqua_tasks.cli.score; orca-lm-eval-items -> aqua_tasks.cli.orca_items;
+        assert package in CLI_ROOMS, module
+        # aqua score -> aqua_tasks.cli.score; aqua orca-items -> aqua_tasks.cli.orca_items;
         # the harness-facing commands of the edge carry their whole name (aqua_eval).
-        expected = command.split("-", 1)[1].replace("-", "_")
-        names = (expected, expected.replace("lm_eval_", "orca_"), command.replace("-", "_"))
-        assert leaf in names, (command, target)
+        assert leaf in (command.split()[1].replace("-", "_"), command.replace(" ", "_")), module
         assert callable(importlib.import_module(module).main)
 
 
 @pytest.mark.slow
-def test_every_console_script_answers_help_with_its_own_name():
+def test_every_subcommand_answers_help_with_its_own_name():
     procs = {
         command: subprocess.Popen(
-            [str(BIN / command), "--help"],
+            [str(BIN / command.split()[0]), command.split()[1], "--help"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for command in SCRIPTS
+        for command in SUBCOMMANDS
     }
     for command, proc in procs.items():
         out, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, (command, err)
-        if command == "aqua-eval":  # lm-eval's own help, then what aqua-eval adds
-            assert "\naqua-eval is lm-eval's command line (above)" in out, out[-2000:]
+        if command == "aqua eval":  # lm-eval's own help, then what aqua eval adds
+            assert "\naqua eval is lm-eval's command line (above)" in out, out[-2000:]
             continue
         assert out.startswith(f"usage: {command} "), (command, out[:200])
 
@@ -128,33 +133,34 @@ def test_cli_modules_report_errors_only_through_the_shared_fail_helper():
 @pytest.mark.parametrize(
     ("command", "args", "message"),
     [
-        ("aqua-eval", ["--model", "aqua-random", "--tasks", "aqua_animal"], "no data_dir given"),
-        ("aqua-score", ["{tmp}/absent"], "absent: no such file or directory"),
-        ("aqua-audio", ["check", "--data-dir", "{tmp}/absent"], "is not a directory"),
-        ("aqua-demo", ["--clips-per-class", "0"], "--clips-per-class must be at least 1"),
-        ("aqua-report", ["{tmp}/absent", "--no-chart"], "absent: no such file or directory"),
-        ("aqua-regress", ["--baseline", "{tmp}/a", "--candidate", "{tmp}/b"], "no such file"),
+        ("aqua eval", ["--model", "aqua-random", "--tasks", "aqua_animal"], "no data_dir given"),
+        ("aqua score", ["{tmp}/absent"], "absent: no such file or directory"),
+        ("aqua audio", ["check", "--data-dir", "{tmp}/absent"], "is not a directory"),
+        ("aqua demo", ["--clips-per-class", "0"], "--clips-per-class must be at least 1"),
+        ("aqua report", ["{tmp}/absent", "--no-chart"], "absent: no such file or directory"),
+        ("aqua regress", ["--baseline", "{tmp}/a", "--candidate", "{tmp}/b"], "no such file"),
         # NaN passes every `<` check: refused before any run is read, naming the flag.
         (
-            "aqua-regress",
+            "aqua regress",
             ["--baseline", "{tmp}/a", "--candidate", "{tmp}/b", "--max-drop", "nan"],
             "--max-drop: expected a finite number with 0 <= --max-drop <= 100, got nan",
         ),
         (
-            "aqua-regress",
+            "aqua regress",
             ["--baseline", "{tmp}/a", "--candidate", "{tmp}/b", "--alpha", "1"],
             "--alpha: expected a finite number with 0 < --alpha < 1, got 1.0",
         ),
-        ("aqua-score", ["{tmp}/absent", "--n-boot", "0"], "--n-boot: expected a finite number"),
-        ("aqua-build", ["--input", "{tmp}/absent.json", "--output", "{tmp}/o"], "no such file"),
-        ("orca-train", ["--output", "{tmp}/o", "--train", "{tmp}/t.jsonl"], "no --dev file"),
-        ("orca-score", ["--checkpoint", "{tmp}/c", "--input", "{tmp}/i.jsonl"], "no such file"),
-        ("orca-lm-eval-items", ["{tmp}/s.jsonl", "--output", "{tmp}/o"], "no such file"),
+        ("aqua score", ["{tmp}/absent", "--n-boot", "0"], "--n-boot: expected a finite number"),
+        ("aqua build", ["--input", "{tmp}/absent.json", "--output", "{tmp}/o"], "no such file"),
+        ("orca train", ["--output", "{tmp}/o", "--train", "{tmp}/t.jsonl"], "no --dev file"),
+        ("orca score", ["--checkpoint", "{tmp}/c", "--input", "{tmp}/i.jsonl"], "no such file"),
+        ("aqua orca-items", ["{tmp}/s.jsonl", "--output", "{tmp}/o"], "no such file"),
     ],
 )
 def test_bad_input_is_one_prefixed_line_and_exit_two(tmp_path, command, args, message):
-    assert command in SCRIPTS
-    argv = [str(BIN / command), *(a.format(tmp=tmp_path) for a in args)]
+    assert command in SUBCOMMANDS
+    prog, name = command.split()
+    argv = [str(BIN / prog), name, *(a.format(tmp=tmp_path) for a in args)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
@@ -167,7 +173,7 @@ def test_aqua_score_hides_its_progress_bar_with_no_progress(capsys):
     # The legacy run was recorded under the old extractor name: only that notice remains.
     err = capsys.readouterr().err
     assert err.splitlines() == [
-        "aqua-score: recorded extractor 'mmau' 1.0 re-scored with 'aqua-rules' 3.2 (current code)"
+        "aqua score: recorded extractor 'mmau' 1.0 re-scored with 'aqua-rules' 3.2 (current code)"
     ]
     assert cli_score.main([str(LEGACY), "--n-boot", "20", "--json"]) == 0
     assert "scoring" in capsys.readouterr().err
@@ -229,6 +235,6 @@ def test_a_negative_seed_and_a_drop_over_100_points_are_refused_before_any_work(
     assert "argument --seed: expected an integer >= 0, got '-1'" in capsys.readouterr().err
     assert regress(["--baseline", "a", "--candidate", "b", "--max-drop", "1000"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "aqua-regress: error: --max-drop: expected a finite number with 0 <= --max-drop <= 100, "
+        "aqua regress: error: --max-drop: expected a finite number with 0 <= --max-drop <= 100, "
         "got 1000.0"
     )

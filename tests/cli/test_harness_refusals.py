@@ -1,5 +1,5 @@
-"""What a user sees from the real `aqua-eval` and `lm_eval` (start-up hook) commands for bad model
-arguments and for lm-eval's own refusals: from `aqua-eval` one `aqua-eval: error:` line, exit
+"""What a user sees from the real `aqua eval` and `lm_eval` (start-up hook) commands for bad model
+arguments and for lm-eval's own refusals: from `aqua eval` one `aqua eval: error:` line, exit
 status 2, no traceback; plain `lm_eval` reports our errors as it reports its own (a traceback
 whose last line is the same message), before the model loads."""
 
@@ -44,9 +44,9 @@ def refusals(released_dir, tmp_path_factory) -> dict[str, subprocess.CompletedPr
     saved = tmp / "AQUA-Bench-Animal-Sounds-Track.json"
     saved.write_text(json.dumps([{**first, "response": "(a)"}]))
     meta = json.dumps({"data_dir": str(released_dir), "audio": False})
-    lm_eval = [str(BIN / "aqua-eval"), "--tasks", "aqua_animal", "--limit", "2", "--metadata"]
+    lm_eval = [str(BIN / "aqua"), "eval", "--tasks", "aqua_animal", "--limit", "2", "--metadata"]
     plain = [str(BIN / "lm_eval"), "--tasks", "aqua_animal", "--limit", "2", "--metadata"]
-    aqua_eval = [str(BIN / "aqua-eval"), "--limit", "2", "--metadata"]
+    aqua_eval = [str(BIN / "aqua"), "eval", "--limit", "2", "--metadata"]
     commands = {
         "pretrained": [*lm_eval, meta, "--model", "aqua-audiolm", "--model_args",
                        f"pretrained={tmp / 'no-such-model'}"],
@@ -84,22 +84,22 @@ def _line(done: subprocess.CompletedProcess, prog: str) -> str:
 
 def test_a_missing_pretrained_folder_is_named_not_the_hubs_repo_id_rule(refusals):
     folder = refusals["folder"] / "no-such-model"
-    assert _line(refusals["pretrained"], "aqua-eval") == (
+    assert _line(refusals["pretrained"], "aqua eval") == (
         f"pretrained={str(folder)!r}: no such folder; give an existing model folder (with "
         "config.json) or a Hub id such as Qwen/Qwen2-Audio-7B-Instruct"
     )
 
 
 def test_api_and_baseline_model_args_name_argument_value_and_range(refusals):
-    assert _line(refusals["num_concurrent"], "aqua-eval") == (
+    assert _line(refusals["num_concurrent"], "aqua eval") == (
         "num_concurrent=0: expected an integer >= 1"
     )
-    assert _line(refusals["seed"], "aqua-eval") == "seed='abc': expected an integer >= 0"
+    assert _line(refusals["seed"], "aqua eval") == "seed='abc': expected an integer >= 0"
 
 
 def test_a_model_that_needs_audio_refuses_a_text_only_run_before_any_request(refusals):
     # Port 9 (discard) never answers: the line comes from the start-up check, not a request.
-    assert _line(refusals["text_only_api"], "aqua-eval") == (
+    assert _line(refusals["text_only_api"], "aqua eval") == (
         'openai-audio-chat needs audio, but --metadata sets "audio": false (a text-only run): '
         'drop "audio": false to send the clips, or run text-only with lm-eval\'s '
         "local-chat-completions"
@@ -115,27 +115,27 @@ def test_a_model_that_needs_audio_refuses_a_text_only_run_before_any_request(ref
             "local-chat-completions"
         )
     )
-    assert _line(refusals["text_only_audiolm"], "aqua-eval") == (
+    assert _line(refusals["text_only_audiolm"], "aqua eval") == (
         'aqua-audiolm needs audio, but --metadata sets "audio": false (a text-only run): '
         'drop "audio": false to send the clips, or run text-only with an `hf` model'
     )
 
 
 def test_replay_of_a_shorter_run_names_the_missing_items(refusals):
-    line = _line(refusals["replay"], "aqua-eval")
+    line = _line(refusals["replay"], "aqua eval")
     assert line.startswith("aqua-replay: path=") and "no saved reply for 1 of the 2" in line
     assert "aqua_animal id " in line and "the same --tasks and --limit" in line
 
 
 def test_broken_metadata_json_to_aqua_eval_names_the_flag_and_the_place(refusals):
-    assert _line(refusals["aqua_eval_json"], "aqua-eval").startswith(
+    assert _line(refusals["aqua_eval_json"], "aqua eval").startswith(
         "--metadata: invalid JSON \"{'data_dir': 'x'}\" (Expecting property name enclosed in "
         "double quotes at line 1 column 2); give a JSON object with double-quoted keys"
     )
 
 
 def test_an_unknown_task_is_one_line_naming_it(refusals):
-    assert _line(refusals["unknown_task"], "aqua-eval") == (
+    assert _line(refusals["unknown_task"], "aqua eval") == (
         "task(s) not found: aqua_aminal; `lm_eval ls tasks` lists the task names (a user folder "
         "goes in --include_path)"
     )
@@ -143,8 +143,8 @@ def test_an_unknown_task_is_one_line_naming_it(refusals):
 
 def test_a_user_task_lm_eval_could_not_read_is_not_found_in_one_line(refusals):
     # lm-eval's indexer would skip a YAML with an unsafe tag (it never runs it) and call the
-    # task not found; aqua-eval reads the user's folder first and names file, line and tag.
+    # task not found; aqua eval reads the user's folder first and names file, line and tag.
     folder = refusals["folder"] / "tasks"
-    assert _line(refusals["unsafe_yaml"], "aqua-eval").startswith(
+    assert _line(refusals["unsafe_yaml"], "aqua eval").startswith(
         f"{folder / 'my_task.yaml'}:4: !!python/object/apply:os.system is not allowed"
     )

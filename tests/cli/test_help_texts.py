@@ -25,9 +25,9 @@ def help_text(main, *args: str) -> str:
 def test_aqua_eval_help_is_lm_evals_followed_by_our_models_and_examples(args):
     text = help_text(cli_eval.main, *args)
     assert text.startswith("usage: lm-eval ")  # lm-eval's own parser, untouched
-    ours = text[text.index("aqua-eval is lm-eval's command line (above)") :]
+    ours = text[text.index("aqua eval is lm-eval's command line (above)") :]
     assert "aqua-audiolm" in ours and "openai-audio-chat" in ours
-    assert "aqua-eval --model aqua-audiolm" in ours and "--tasks 'aqua_*'" in ours
+    assert "aqua eval --model aqua-audiolm" in ours and "--tasks 'aqua_*'" in ours
     assert ours.endswith("docs/guide.md, docs/audio_lm.md.")
     assert '--metadata \'{"data_dir": "DATA", "audio_root": "AUDIO"}\'' in ours
 

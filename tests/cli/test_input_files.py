@@ -32,7 +32,7 @@ def test_a_samples_file_with_a_byte_that_is_not_utf8_names_file_line_and_byte(tm
     samples.write_bytes(b"\n".join(lines))
     column = lines[1].index(b"\xe9") + 1
     assert cli_score.main([str(run), "--n-boot", "20", "--no-progress"]) == 2
-    assert _one_error_line(capsys, "aqua-score") == (
+    assert _one_error_line(capsys, "aqua score") == (
         f"{samples}:2: byte 0xe9 at column {column} is not UTF-8; save the file as UTF-8 text"
     )
 
@@ -44,7 +44,7 @@ def test_an_authors_results_file_that_is_not_utf8_names_the_line(released_dir, t
     path.write_bytes(text.replace(b'"(a)"', b'"(a) \xff"', 1))
     line = text[: text.index(b'"(a)"')].count(b"\n") + 1
     assert cli_score.main([str(path), "--track", "animal", "--no-progress"]) == 2
-    assert _one_error_line(capsys, "aqua-score").startswith(f"{path}:{line}: byte 0xff at column ")
+    assert _one_error_line(capsys, "aqua score").startswith(f"{path}:{line}: byte 0xff at column ")
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ def test_an_empty_question_file_is_refused_naming_it(data_dir_with, capsys):
         load_items(folder, "animal")
     argv = ["check", "--data-dir", str(folder), "--tracks", "animal", "--no-progress"]
     assert cli_audio.main(argv) == 2
-    assert _one_error_line(capsys, "aqua-audio") == (
+    assert _one_error_line(capsys, "aqua audio") == (
         f"{folder / ANIMAL}: holds no questions (an empty list); expected the entries"
     )
 
@@ -74,6 +74,6 @@ def test_a_question_file_that_is_not_utf8_names_file_and_line(data_dir_with, cap
     folder = data_dir_with(b'[\n {"id": 1,\n  "question": "Which anim\xe4l?"}\n]\n')
     argv = ["check", "--data-dir", str(folder), "--tracks", "animal", "--no-progress"]
     assert cli_audio.main(argv) == 2
-    assert _one_error_line(capsys, "aqua-audio") == (
+    assert _one_error_line(capsys, "aqua audio") == (
         f"{folder / ANIMAL}:3: byte 0xe4 at column 26 is not UTF-8; save the file as UTF-8 text"
     )

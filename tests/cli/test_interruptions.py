@@ -26,8 +26,8 @@ def authors_results(released_dir, tmp_path_factory) -> Path:
 
 
 def test_aqua_score_into_a_pipe_whose_reader_has_left_exits_quietly(authors_results):
-    # As `aqua-score … | head -1` once head has its line: every later write meets a closed pipe.
-    argv = [str(BIN / "aqua-score"), str(authors_results), "--track", "animal", "--n-boot", "20"]
+    # As `aqua score … | head -1` once head has its line: every later write meets a closed pipe.
+    argv = [str(BIN / "aqua"), "score", str(authors_results), "--track", "animal", "--n-boot", "20"]
     proc = subprocess.Popen(
         [*argv, "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -40,7 +40,7 @@ def test_aqua_score_into_a_pipe_whose_reader_has_left_exits_quietly(authors_resu
 
 def test_aqua_score_piped_into_head_prints_the_first_line_and_no_traceback(authors_results):
     shell = (
-        f"'{BIN / 'aqua-score'}' '{authors_results}' --track animal --n-boot 20 --no-progress "
+        f"'{BIN / 'aqua'}' score '{authors_results}' --track animal --n-boot 20 --no-progress "
         "| head -1"
     )
     proc = subprocess.run(
@@ -52,7 +52,7 @@ def test_aqua_score_piped_into_head_prints_the_first_line_and_no_traceback(autho
 
 def test_ctrl_c_during_aqua_score_prints_one_line_and_exits_130(authors_results):
     # Ten million bootstrap resamples: long enough to be interrupted mid-computation.
-    argv = [str(BIN / "aqua-score"), str(authors_results), "--track", "animal"]
+    argv = [str(BIN / "aqua"), "score", str(authors_results), "--track", "animal"]
     proc = subprocess.Popen(
         [*argv, "--n-boot", "10000000"],
         stdout=subprocess.PIPE,
@@ -62,12 +62,12 @@ def test_ctrl_c_during_aqua_score_prints_one_line_and_exits_130(authors_results)
     seen = ""
     while "scoring" not in seen:  # the progress bar: main() is running, imports are done
         char = proc.stderr.read(1)
-        assert char, f"aqua-score ended before scoring: {seen}"
+        assert char, f"aqua score ended before scoring: {seen}"
         seen += char
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
-    assert err.strip().splitlines()[-1] == "aqua-score: interrupted; nothing was written"
+    assert err.strip().splitlines()[-1] == "aqua score: interrupted; nothing was written"
     assert out == ""

@@ -28,7 +28,7 @@ def test_orca_train_refuses_a_heldout_fraction_outside_0_to_1_before_loading(
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert err == (
-        "orca-train: error: --heldout-fraction: expected a share of the dev questions with 0 <= "
+        "orca train: error: --heldout-fraction: expected a share of the dev questions with 0 <= "
         f"--heldout-fraction < 1, got {float(fraction)!r}\n"
     )
     assert not (tmp_path / "o").exists()
@@ -42,7 +42,7 @@ def test_orca_lm_eval_items_calls_a_results_file_a_results_file_and_names_its_sa
     err = capsys.readouterr().err
     assert code == 2 and "malformed JSON" not in err
     assert err == (
-        f"orca-lm-eval-items: error: {results}: is a results file, not samples; pass its "
+        f"aqua orca-items: error: {results}: is a results file, not samples; pass its "
         f"evaluation's samples file (beside it: samples_aqua_animal_{STAMP}.jsonl, "
         f"samples_aqua_music_{STAMP}.jsonl, samples_aqua_vocal_{STAMP}.jsonl) or the run folder\n"
     )

@@ -44,7 +44,7 @@ def test_aqua_score_refuses_a_per_item_file_that_is_a_samples_file_of_the_run(ru
     before = _snapshot(run)
     assert cli_score.main([str(run), "--per-item", str(_samples(run)), "--n-boot", "10"]) == 2
     err = _one_line(capsys)
-    assert err.startswith("aqua-score: error: --per-item") and "inside the input folder" in err
+    assert err.startswith("aqua score: error: --per-item") and "inside the input folder" in err
     assert _snapshot(run) == before
     assert cli_score.main([str(_samples(run)), "--per-item", str(_samples(run))]) == 2
     assert "is also an input" in _one_line(capsys)

@@ -44,7 +44,7 @@ PACKAGES = ("aqua_tasks", "orca_judge", "eval_plugins")
 AQUA_LIMIT = 4
 SETUP_COMMANDS = [
     "python3 -m venv .venv && . .venv/bin/activate && pip install torch==2.13.0 -e '.[test]' "
-    "-c constraints/main.txt && aqua-demo",
+    "-c constraints/main.txt && aqua demo",
     ".venv/bin/python -m pytest -q",
 ]
 # A multiple-choice audio benchmark of a user's own, as JSONL with a `gold` answer field.
@@ -61,17 +61,17 @@ OTHER_BENCHMARK = [
 SKIPPED = {
     SETUP_COMMANDS[0]: "installs from the package registry; .ci/run runs exactly this in CI",
     SETUP_COMMANDS[1]: "the test suite itself",
-    "aqua-build --source mmau --input mmau-test-mini.json --output aqua-mmau/ --iaqd openai "
+    "aqua build --source mmau --input mmau-test-mini.json --output aqua-mmau/ --iaqd openai "
     "--base-url http://localhost:8000/v1/chat/completions --model Qwen/Qwen2.5-7B-Instruct": (
         "needs a chat model behind an OpenAI-compatible server (tests/build/ drive the openai "
         "generator against the local stand-in server)"
     ),
-    "aqua-audio prepare --source esc50 --from ashraq/esc50 --audio-root AUDIO --data-dir DATA": (
+    "aqua audio prepare --source esc50 --from ashraq/esc50 --audio-root AUDIO --data-dir DATA": (
         "downloads ESC-50 from the Hugging Face Hub"
     ),
-    "aqua-audio prepare --source vocalsound --from lmms-lab/vocalsound --audio-root AUDIO "
+    "aqua audio prepare --source vocalsound --from lmms-lab/vocalsound --audio-root AUDIO "
     "--data-dir DATA": "downloads VocalSound from the Hugging Face Hub",
-    "aqua-audio prepare --source music --from /path/to/music_dataset --audio-root AUDIO "
+    "aqua audio prepare --source music --from /path/to/music_dataset --audio-root AUDIO "
     "--data-dir DATA": "needs the Kaggle instrument-sounds set, a download",
     "lm_eval --model aqua-audiolm --model_args pretrained=Qwen/Qwen2-Audio-7B-Instruct,"
     "device=cuda,dtype=bfloat16,batch_size=8 --tasks 'aqua_*' --metadata "
@@ -79,11 +79,11 @@ SKIPPED = {
     "--log_samples --output_path runs/qwen2-audio": (
         "needs a GPU and downloads Qwen2-Audio from the Hugging Face Hub"
     ),
-    "orca-fetch-ratings --output data/orca-human": (
+    "orca fetch-ratings --output data/orca-human": (
         "downloads the human ratings from the Hugging Face Hub; "
         "tests/orca/test_orca_human_ratings.py runs it on a local copy"
     ),
-    "orca-train --train train.jsonl --dev dev.jsonl --backbone <HF id or local dir> "
+    "orca train --train train.jsonl --dev dev.jsonl --backbone <HF id or local dir> "
     "--likelihood multinomial --output CKPT": (
         "trains 1000 steps by default (minutes); tests/orca/test_orca_train.py trains a tiny "
         "backbone"
@@ -250,9 +250,9 @@ def ran(readme, released_dir, released_audio_root, tmp_path_factory) -> dict[str
         MY_TASK.format(data=data, checkpoint=checkpoint)
     )
     write_jsonl(work / "items.jsonl", synthetic_items(6, 3, "it"))  # the user's own items
-    # What the skipped `orca-fetch-ratings --output data/orca-human` would write.
+    # What the skipped `orca fetch-ratings --output data/orca-human` would write.
     shutil.copytree(shared_data("orca-human"), work / "data" / "orca-human")
-    # aqua-build's inputs: MMAU test-mini as downloaded, and another benchmark's JSONL.
+    # aqua build's inputs: MMAU test-mini as downloaded, and another benchmark's JSONL.
     shutil.copy(mmau, work)
     write_jsonl(work / "other.jsonl", OTHER_BENCHMARK)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatServer)
@@ -268,10 +268,10 @@ def ran(readme, released_dir, released_audio_root, tmp_path_factory) -> dict[str
     }
     env.pop("AQUA_LM_EVAL_HOOK", None)
     to_run = [c for c in readme if c not in SKIPPED]
-    harness = [c for c in to_run if c.split()[0] in ("lm_eval", "aqua-eval")]
+    harness = [c for c in to_run if c.split()[0] in ("lm_eval", "aqua eval")]
     results: dict[str, dict] = {}
     # The server stays up for every command: the harness runs and the prompted judges of
-    # `orca-compare` / `orca-llm-judge` both ask it.
+    # `orca compare` / `orca llm-judge` both ask it.
     try:
         with ThreadPoolExecutor(len(harness)) as pool:
             futures = {c: pool.submit(run_shell, concrete(c, values), work, env) for c in harness}

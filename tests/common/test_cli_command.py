@@ -6,7 +6,6 @@ import importlib
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from aqua_tasks.errors import (
     AquaDataError,
@@ -24,12 +23,19 @@ from eval_common.cli import (
     run_command,
 )
 from eval_common.errors import EvalError, InputFileError, OutputError
+from eval_plugins.cli.main import COMMANDS as AQUA_COMMANDS
+from orca_judge.cli.main import COMMANDS as ORCA_COMMANDS
 from orca_judge.errors import BackboneLoadError, CheckpointError, DataError, OrcaMetricError
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPTS = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+# `aqua eval` -> "eval_plugins.cli.aqua_eval:main", … : every subcommand of the two commands.
+SCRIPTS = {
+    f"{prog} {name}": f"{module}:main"
+    for prog, table in (("aqua", AQUA_COMMANDS), ("orca", ORCA_COMMANDS))
+    for name, (module, _) in table.items()
+}
 # Commands that keep their progress (journal, run folder, reply cache, files kept).
-RESUMING = {"aqua-eval", "aqua-build", "aqua-audio", "aqua-demo", "aqua-report", "orca-train"}
+RESUMING = {"aqua eval", "aqua build", "aqua audio", "aqua demo", "aqua report", "orca train"}
 
 
 def _raising(error: BaseException):
@@ -109,7 +115,7 @@ def test_the_decorator_keeps_the_name_and_passes_argv():
 
 
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
-def test_every_console_script_runs_through_the_wrapper_with_its_interrupt_line(
+def test_every_subcommand_runs_through_the_wrapper_with_its_interrupt_line(
     script, monkeypatch, capsys
 ):
     module_name, _, attr = SCRIPTS[script].partition(":")

@@ -51,7 +51,7 @@ def test_a_folder_where_a_file_is_expected_and_a_file_where_a_folder_is_expected
     with pytest.raises(OutputError, match=r"^--summary .* is a folder; name a file to write$"):
         check_output_file(tmp_path, flag="--summary")
     with pytest.raises(OutputError, match=r"^--out .*file\.md is a file; name a folder to write$"):
-        check_output_folder(tmp_path / "file.md", command="aqua-report", flag="--out")
+        check_output_folder(tmp_path / "file.md", command="aqua report", flag="--out")
     with pytest.raises(OutputError, match=r"file\.md is a file, not a folder"):
         check_output_file(tmp_path / "file.md" / "x.json", flag="--output")
 
@@ -62,7 +62,7 @@ def test_the_current_folder_and_its_parents_are_never_an_output_folder(tmp_path,
     monkeypatch.chdir(work)
     for out in (".", str(tmp_path)):
         with pytest.raises(OutputError, match="is the current folder or holds it"):
-            check_output_folder(out, command="orca-train", flag="--output", overwrite=True)
+            check_output_folder(out, command="orca train", flag="--output", overwrite=True)
 
 
 def test_a_foreign_folder_needs_overwrite_its_own_output_does_not(tmp_path):
@@ -70,19 +70,19 @@ def test_a_foreign_folder_needs_overwrite_its_own_output_does_not(tmp_path):
     out.mkdir()
     (out / "thesis.tex").write_text("years of work")
     with pytest.raises(OutputError) as refused:
-        check_output_folder(out, command="aqua-report", flag="--out", owned=["table.*"])
+        check_output_folder(out, command="aqua report", flag="--out", owned=["table.*"])
     message = str(refused.value)
     assert "\n" not in message and "thesis.tex" in message and "--overwrite" in message
-    assert check_output_folder(out, command="aqua-report", flag="--out", overwrite=True) == out
-    mark_output_folder(out, "aqua-report")
-    assert json.loads((out / MARKER).read_text()) == {"command": "aqua-report"}
-    assert check_output_folder(out, command="aqua-report", flag="--out") == out
-    with pytest.raises(OutputError, match="is not aqua-demo's own output"):
-        check_output_folder(out, command="aqua-demo", flag="--out")
+    assert check_output_folder(out, command="aqua report", flag="--out", overwrite=True) == out
+    mark_output_folder(out, "aqua report")
+    assert json.loads((out / MARKER).read_text()) == {"command": "aqua report"}
+    assert check_output_folder(out, command="aqua report", flag="--out") == out
+    with pytest.raises(OutputError, match="is not aqua demo's own output"):
+        check_output_folder(out, command="aqua demo", flag="--out")
     named = tmp_path / "old-report"  # written before the marker existed: only its own names
     named.mkdir()
     (named / "table.md").write_text("| |")
-    assert check_output_folder(named, command="aqua-report", flag="--out", owned=["table.*"])
+    assert check_output_folder(named, command="aqua report", flag="--out", owned=["table.*"])
 
 
 def test_a_folder_overlapping_an_input_is_refused(tmp_path):
@@ -92,7 +92,7 @@ def test_a_folder_overlapping_an_input_is_refused(tmp_path):
     for out, inputs in ((run, [run]), (run / "report", [run]), (tmp_path, [tmp_path / "table.md"])):
         with pytest.raises(OutputError, match="overlaps the input"):
             check_output_folder(
-                out, command="aqua-report", flag="--out", inputs=inputs, owned=["table.md"]
+                out, command="aqua report", flag="--out", inputs=inputs, owned=["table.md"]
             )
     # A run folder inside the report folder is safe: no name the report writes is touched.
     assert check_output_folder(tmp_path, command="x", flag="--out", inputs=[run], overwrite=True)

@@ -1,6 +1,6 @@
 """`aqua-rules` 3.1 on released items: localised IASD option words, CJK word order, homonyms, leans.
 
-Every IASD option word of the released tracks and of the aqua-build category bank has an
+Every IASD option word of the released tracks and of the aqua build category bank has an
 entry per lexicon language, and each reads as its option in that language's answer frame;
 Chinese, Japanese and Korean answers stated before their frame read as answers; a homonym
 whose other sense is not an option never decides; a short reply that only leans is unparsed.

@@ -31,10 +31,10 @@ def _as_recorded_by_current_code(target: Path) -> Path:
 
 
 def test_aqua_score_names_the_rescoring_of_an_old_extractor_record():
-    proc = _run(BIN / "aqua-score", LEGACY, "--json", "--no-progress")
+    proc = _run(BIN / "aqua", "score", LEGACY, "--json", "--no-progress")
     assert proc.returncode == 0, proc.stderr
     assert (
-        "aqua-score: recorded extractor 'mmau' 1.0 re-scored with 'aqua-rules' 3.2 "
+        "aqua score: recorded extractor 'mmau' 1.0 re-scored with 'aqua-rules' 3.2 "
         "(current code)" in proc.stderr
     )
     payload = json.loads(proc.stdout)
@@ -43,7 +43,7 @@ def test_aqua_score_names_the_rescoring_of_an_old_extractor_record():
 
 def test_aqua_score_per_item_rows_name_the_canonical_extractor(tmp_path):
     rows_file = tmp_path / "rows.jsonl"
-    proc = _run(BIN / "aqua-score", LEGACY, "--per-item", rows_file, "--no-progress")
+    proc = _run(BIN / "aqua", "score", LEGACY, "--per-item", rows_file, "--no-progress")
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in rows_file.read_text().splitlines()]
     assert len(rows) == 24
@@ -53,7 +53,7 @@ def test_aqua_score_per_item_rows_name_the_canonical_extractor(tmp_path):
 def test_regress_compares_an_old_baseline_with_a_run_recorded_under_the_new_name(tmp_path):
     candidate = _as_recorded_by_current_code(tmp_path / "candidate")
     proc = _run(
-        BIN / "aqua-regress", "--baseline", LEGACY, "--candidate", candidate, "--no-progress"
+        BIN / "aqua", "regress", "--baseline", LEGACY, "--candidate", candidate, "--no-progress"
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "re-scored with 'aqua-rules' 3.2" in proc.stderr
@@ -68,7 +68,7 @@ def test_regress_still_refuses_runs_scored_by_different_extractors(tmp_path):
         )
         file.write_text(text, encoding="utf-8")
     proc = _run(
-        BIN / "aqua-regress", "--baseline", LEGACY, "--candidate", candidate, "--no-progress"
+        BIN / "aqua", "regress", "--baseline", LEGACY, "--candidate", candidate, "--no-progress"
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "extractor" in proc.stdout + proc.stderr

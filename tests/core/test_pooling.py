@@ -244,7 +244,7 @@ def test_evaluate_hooks_compose(issue_example, monkeypatch):
 
 
 def test_another_runs_solvable_answers_condition_each_track_on_its_own_clips():
-    # CoT CA conditioned on the plain run (aqua-score --condition-on), pooled: clip 0 of
+    # CoT CA conditioned on the plain run (aqua score --condition-on), pooled: clip 0 of
     # animal is right in the plain run, clip 0 of music is not.
     iaqd = [pack_outcome(0, ItemOutcome(0, "IAQD", True, True, False))]
     solvable = [pack_outcome(0, ItemOutcome(0, "Solvable", False, True, False))]

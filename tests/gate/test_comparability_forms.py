@@ -1,4 +1,4 @@
-"""aqua-regress applies every comparability check whatever form a run is given in.
+"""aqua regress applies every comparability check whatever form a run is given in.
 
 A run can be a folder, its results file, a samples file (with or without its results file
 beside it), an lmms-eval log or the authors' results format. Runs here are the real committed
@@ -79,7 +79,7 @@ def test_a_text_only_run_is_refused_against_an_audio_run_in_every_form(
         )
     code, _, err = regress(capsys, base, cand)
     assert code == 2, err
-    assert err.splitlines()[-1] == f"aqua-regress: not comparable: {AUDIO_DIFFERS}"
+    assert err.splitlines()[-1] == f"aqua regress: not comparable: {AUDIO_DIFFERS}"
 
 
 def test_the_same_run_compares_with_itself_across_forms(capsys, tmp_path):
@@ -95,7 +95,7 @@ def test_an_lmms_eval_samples_file_without_its_results_must_state_its_audio(
     code, _, err = regress(capsys, LEGACY / ANIMAL, lmms, *data)
     assert code == 2
     assert err.splitlines()[-1] == (
-        "aqua-regress: not comparable: aqua_animal: cannot tell whether the candidate fed audio "
+        "aqua regress: not comparable: aqua_animal: cannot tell whether the candidate fed audio "
         "(lmms-eval records it only in the results file, and none was found for its samples); "
         "pass its run folder or results file, or state it with --candidate-audio on|off"
     )
@@ -120,7 +120,7 @@ def text_only_of(tmp_path: Path) -> Path:
 
 def test_a_stated_audio_mode_that_contradicts_the_record_is_refused(capsys):
     code, _, err = regress(capsys, LEGACY, LEGACY, "--baseline-audio", "off")
-    assert code == 2 and err.startswith("aqua-regress: error: ") and err.count("\n") == 1
+    assert code == 2 and err.startswith("aqua regress: error: ") and err.count("\n") == 1
     assert f"{LEGACY}: stated without audio, but its aqua_animal records a run with audio" in err
 
 

@@ -1,4 +1,4 @@
-"""aqua-regress on ORCA judge scores and aqua-report's calibration, from real aqua-eval runs.
+"""aqua regress on ORCA judge scores and aqua report's calibration, from real aqua eval runs.
 
 The runs replay rated answers through the `orca_human` task (`metric: orca`, human ratings)
 and are judged by a tiny judge trained here by our own trainer.
@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def orca_human_run(out: Path, answers: Path, items: Path, judge: Path) -> Path:
-    """One run of the real aqua-eval command line (in process): orca_human, replayed answers."""
+    """One run of the real aqua eval command line (in process): orca_human, replayed answers."""
     metadata = {"orca_data": str(items), "orca": {"checkpoint": str(judge)}}
     with contextlib.redirect_stdout(io.StringIO()):
         code = cli_eval.main(
@@ -118,7 +118,7 @@ def test_judge_score_regression_is_detected_with_exit_1(runs, capsys, tmp_path):
     assert "| orca_human | ORCA judge |" in text and "**REGRESSION**" in text
     assert "paired bootstrap of the mean ORCA judge score" in text
     assert "McNemar" not in text  # no AQUA task in these runs
-    assert "aqua-regress: REGRESSION in 1 of 1 comparisons; worst: orca_human ORCA judge" in err
+    assert "aqua regress: REGRESSION in 1 of 1 comparisons; worst: orca_human ORCA judge" in err
     # Above a drop threshold larger than the drop, the same comparison passes.
     code, _, _ = regress(capsys, runs["base"], runs["worse"], "--max-drop", "50")
     assert code == 0
@@ -157,7 +157,7 @@ def test_runs_judged_by_different_checkpoints_are_refused_with_exit_2(runs, caps
     assert meta["judge_fingerprint"] == other["fingerprint"]
     code, out, err = regress(capsys, runs["base"], runs["other_judge"])
     assert code == 2 and out == ""
-    assert err.startswith("aqua-regress: not comparable: orca_human: different ORCA judge ")
+    assert err.startswith("aqua regress: not comparable: orca_human: different ORCA judge ")
     assert base_judge["fingerprint"] in err and other["fingerprint"] in err
     # Judge scores in only one of the runs cannot be compared either.
     unjudged = tmp_path / "unjudged"

@@ -156,7 +156,7 @@ def test_aqua_eval_refuses_judge_and_fallback_numbers_before_lm_eval_starts(
     args = ["--model", "aqua-random", "--tasks", "aqua-open_animal", "--metadata"]
     assert aqua_eval([*args, json.dumps(given)]) == 2
     (error,) = capsys.readouterr().err.strip().splitlines()
-    assert error.startswith("aqua-eval: error: ") and line in error
+    assert error.startswith("aqua eval: error: ") and line in error
 
 
 def test_plain_lm_eval_checks_the_judge_numbers_when_it_matches_the_tasks(released_dir):
@@ -181,12 +181,12 @@ def test_a_max_gen_toks_our_models_cannot_use_stops_before_the_model_loads(relea
     metadata = json.dumps({"data_dir": str(released_dir), "audio": False})
     args = ["--model", "aqua-random", "--tasks", "aqua_animal", "--limit", "2"]
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "aqua-eval"), *args, "--metadata", metadata,
+        [str(Path(sys.executable).parent / "aqua"), "eval", *args, "--metadata", metadata,
          "--gen_kwargs", "max_gen_toks=inf"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr[-2000:]
     assert done.stderr.strip().splitlines()[-1] == (
-        "aqua-eval: error: --gen_kwargs max_gen_toks=inf: expected an integer >= 1"
+        "aqua eval: error: --gen_kwargs max_gen_toks=inf: expected an integer >= 1"
     )
     assert "Initializing aqua-random" not in done.stderr

@@ -56,7 +56,7 @@ def test_demo_scores_baselines_as_expected(tmp_path, monkeypatch):
 
 def test_demo_command_prints_the_paper_table():
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "aqua-demo"), "--clips-per-class", "1", "--json"],
+        [str(Path(sys.executable).parent / "aqua"), "demo", "--clips-per-class", "1", "--json"],
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,4 +1,4 @@
-"""AQUA tasks end to end through the real `aqua-eval` / `lm_eval` command lines."""
+"""AQUA tasks end to end through the real `aqua eval` / `lm_eval` command lines."""
 
 from __future__ import annotations
 
@@ -113,7 +113,8 @@ def replay_run(tmp_path_factory, saved_replies, released_dir, released_audio_roo
     out = tmp_path_factory.mktemp("replay_run")
     metadata = {"data_dir": str(released_dir), "audio_root": str(released_audio_root)}
     proc = run_cli(
-        BIN / "aqua-eval",
+        BIN / "aqua",
+        "eval",
         "--model",
         "aqua-replay",
         "--model_args",
@@ -180,7 +181,7 @@ def test_aqua_eval_replay_gives_hand_computed_metrics_on_released_data(replay_ru
 
 def test_aqua_score_on_logged_samples_equals_the_lm_eval_run(replay_run, tmp_path):
     per_item = tmp_path / "items.jsonl"
-    proc = run_cli(BIN / "aqua-score", replay_run, "--json", "--per-item", per_item)
+    proc = run_cli(BIN / "aqua", "score", replay_run, "--json", "--per-item", per_item)
     assert proc.returncode == 0, proc.stderr
     scored = json.loads(proc.stdout)["results"]
     lm_eval_results = results_of(replay_run)
@@ -196,10 +197,10 @@ def test_aqua_score_on_logged_samples_equals_the_lm_eval_run(replay_run, tmp_pat
 
 def test_aqua_score_on_authors_results_format_equals_the_lm_eval_run(replay_run, saved_replies):
     stem = TRACK_FILE_STEMS["animal"]
-    proc = run_cli(BIN / "aqua-score", saved_replies / f"{stem}.json", "--json")
+    proc = run_cli(BIN / "aqua", "score", saved_replies / f"{stem}.json", "--json")
     assert proc.returncode == 0, proc.stderr
     assert_metrics(json.loads(proc.stdout)["results"]["aqua_animal"], EXPECTED_ANIMAL)
-    text = run_cli(BIN / "aqua-score", saved_replies / f"{stem}.json")
+    text = run_cli(BIN / "aqua", "score", saved_replies / f"{stem}.json")
     assert "| aqua_animal | 66.7 [61.6, 71.3] | 50.0 [43.8, 56.4] | 80.0 [" in text.stdout
     assert "| 360 | 240 | 240 | 240 | 5.0 |" in text.stdout
 
@@ -257,7 +258,7 @@ def test_the_aqua_group_shows_pooled_figures_not_lm_evals_mean(saved_replies, re
 def test_official_extractor_is_selectable_and_recorded(saved_replies):
     stem = TRACK_FILE_STEMS["animal"]
     proc = run_cli(
-        BIN / "aqua-score", saved_replies / f"{stem}.json", "--extractor", "official", "--json"
+        BIN / "aqua", "score", saved_replies / f"{stem}.json", "--extractor", "official", "--json"
     )
     payload = json.loads(proc.stdout)
     assert payload["extractor"]["aqua_animal"] == "official"
@@ -270,7 +271,8 @@ def test_samples_without_a_clips_solvable_item_are_counted_and_chat_template_wor
 ):
     metadata = {"data_dir": str(released_dir), "audio_root": str(released_audio_root)}
     proc = run_cli(
-        BIN / "aqua-eval",
+        BIN / "aqua",
+        "eval",
         "--model",
         "aqua-always-reject",
         "--tasks",
@@ -298,7 +300,8 @@ def test_missing_audio_fails_before_inference_naming_file_and_setting(tmp_path, 
     empty_root.mkdir()
     metadata = {"data_dir": str(released_dir), "audio_root": str(empty_root)}
     proc = run_cli(
-        BIN / "aqua-eval",
+        BIN / "aqua",
+        "eval",
         "--model",
         "aqua-first-option",
         "--tasks",
@@ -318,7 +321,8 @@ def test_missing_audio_fails_before_inference_naming_file_and_setting(tmp_path, 
 
 def test_missing_data_dir_is_a_clear_error_with_download_instruction(tmp_path):
     proc = run_cli(
-        BIN / "aqua-eval",
+        BIN / "aqua",
+        "eval",
         "--model",
         "aqua-first-option",
         "--tasks",

@@ -143,19 +143,19 @@ def test_a_rerun_asks_only_what_failed_in_transport(runs):
 
 def test_aqua_score_and_report_keep_the_fallback_figures_apart(runs):
     out = runs["root"] / "fallback"
-    score = run_cli(BIN / "aqua-score", out, "--json", cache=runs["cache"])
+    score = run_cli(BIN / "aqua", "score", out, "--json", cache=runs["cache"])
     assert score.returncode == 0, score.stderr
     payload = json.loads(score.stdout)
     assert payload["extractor"]["aqua_animal"] == "aqua-rules+llm (3 read by the fallback)"
     assert payload["results"]["aqua_animal"]["unparsed_rate"] == pytest.approx(3 / LIMIT)
     rules_only = run_cli(
-        BIN / "aqua-score", out, "--extractor", "aqua-rules", "--json", cache=runs["cache"]
+        BIN / "aqua", "score", out, "--extractor", "aqua-rules", "--json", cache=runs["cache"]
     )
     assert json.loads(rules_only.stdout)["results"]["aqua_animal"]["unparsed_rate"] == (
         pytest.approx(6 / LIMIT)
     )
     report = run_cli(
-        BIN / "aqua-report", out, "--out", runs["root"] / "report", cache=runs["cache"]
+        BIN / "aqua", "report", out, "--out", runs["root"] / "report", cache=runs["cache"]
     )
     assert report.returncode == 0, report.stderr
     assert "aqua-rules+llm (3 read by the fallback)" in report.stdout
@@ -164,7 +164,8 @@ def test_aqua_score_and_report_keep_the_fallback_figures_apart(runs):
 def test_regress_refuses_a_rules_only_baseline_against_a_fallback_run(runs):
     root = runs["root"]
     proc = run_cli(
-        BIN / "aqua-regress",
+        BIN / "aqua",
+        "regress",
         "--baseline",
         root / "rules",
         "--candidate",
@@ -175,12 +176,13 @@ def test_regress_refuses_a_rules_only_baseline_against_a_fallback_run(runs):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert lines[0] == (
-        "aqua-regress: not comparable: aqua_animal: read differently (baseline rules only; "
+        "aqua regress: not comparable: aqua_animal: read differently (baseline rules only; "
         "candidate rules + LLM fallback openai:stub-reader, aqua-fallback-v1): a run read with "
         "an LLM fallback is compared only with one of the same fallback model and prompt"
     )
     same = run_cli(
-        BIN / "aqua-regress",
+        BIN / "aqua",
+        "regress",
         "--baseline",
         root / "fallback",
         "--candidate",

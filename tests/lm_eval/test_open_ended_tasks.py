@@ -186,7 +186,8 @@ def run_folder(run: Path) -> Path:
 
 def test_aqua_regress_gates_open_runs_by_judge_and_by_rules(first_run, reject_run):
     done = run_cli(
-        str(BIN / "aqua-regress"),
+        str(BIN / "aqua"),
+        "regress",
         "--baseline",
         str(run_folder(first_run)),
         "--candidate",
@@ -209,7 +210,8 @@ def test_aqua_regress_gates_open_runs_by_judge_and_by_rules(first_run, reject_ru
 
 def test_aqua_regress_refuses_runs_judged_under_another_threshold(first_run, lenient_run):
     done = run_cli(
-        str(BIN / "aqua-regress"),
+        str(BIN / "aqua"),
+        "regress",
         "--baseline",
         str(run_folder(first_run)),
         "--candidate",
@@ -252,7 +254,8 @@ def test_replaying_an_open_run_gives_its_figures(reject_run, tmp_path, judge, re
 def test_aqua_report_puts_the_open_row_beside_the_runs_figures(first_run, tmp_path):
     (folder,) = [p for p in first_run.iterdir() if p.is_dir()]
     done = run_cli(
-        str(BIN / "aqua-report"),
+        str(BIN / "aqua"),
+        "report",
         str(folder),
         "--out",
         str(tmp_path / "rep"),

@@ -115,7 +115,7 @@ def user_tasks(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def cli_runs(user_tasks, released_dir, tmp_path_factory) -> dict[str, tuple]:
-    """The same run through plain `lm_eval` and through `aqua-eval`, started together."""
+    """The same run through plain `lm_eval` and through `aqua eval`, started together."""
     out = tmp_path_factory.mktemp("plain_runs")
     args = [
         "--model", "aqua-always-reject",
@@ -127,7 +127,7 @@ def cli_runs(user_tasks, released_dir, tmp_path_factory) -> dict[str, tuple]:
     ]  # fmt: skip
     commands = {
         "plain": [BIN / "lm_eval", *args, "--output_path", out / "plain"],
-        "aqua": [BIN / "aqua-eval", *args, "--output_path", out / "aqua"],
+        "aqua": [BIN / "aqua", "eval", *args, "--output_path", out / "aqua"],
     }
     with ThreadPoolExecutor(len(commands)) as pool:
         futures = {name: pool.submit(run, *cmd) for name, cmd in commands.items()}
@@ -154,7 +154,7 @@ def test_plain_lm_eval_gives_aqua_eval_numbers_for_aqua_tasks_and_a_users_orca_t
         # A subtask of the added `aqua` row prints as "| - aqua_animal"; no hook warning.
         assert re.search(r"^\|[ -]*aqua_animal", proc.stdout, re.M)
         assert HOOK_OFF not in proc.stderr
-    # aqua-eval adds the paper-layout table after lm-eval's own; plain lm_eval prints its own.
+    # aqua eval adds the paper-layout table after lm-eval's own; plain lm_eval prints its own.
     assert aqua.stdout.count("AQUA-Bench (paper layout, %)") == 1
     assert "AQUA-Bench (paper layout" not in plain.stdout
 
@@ -163,7 +163,7 @@ def test_bare_orca_entry_under_plain_lm_eval_judges_with_the_question(cli_runs):
     plain, out = cli_runs["plain"]
     assert plain.returncode == 0, plain.stderr[-4000:]
     results = results_of(out)
-    # Per-item judge results are written beside lm-eval's samples, as under aqua-eval.
+    # Per-item judge results are written beside lm-eval's samples, as under aqua eval.
     named = rows_of(out, "orca_my_qa_named_none")
     assert [r["inputs"]["question"] for r in named] == [
         f"What is the bird singing {i}?" for i in range(3)
@@ -192,7 +192,7 @@ def test_task_folder_goes_before_a_users_include_path_once():
     assert with_task_folder(None) == [ours]
     assert with_task_folder("my_tasks") == [ours, "my_tasks"]
     assert with_task_folder(["a", "b"]) == [ours, "a", "b"]
-    assert with_task_folder([ours, "a"]) == [ours, "a"]  # aqua-eval names it already
+    assert with_task_folder([ours, "a"]) == [ours, "a"]  # aqua eval names it already
     assert with_task_folder("a", include_defaults=False) == "a"  # only the caller's folders
 
 

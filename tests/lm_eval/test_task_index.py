@@ -1,6 +1,6 @@
 """AQUA-only runs index the AQUA and --include_path folders without lm-eval's built-in tasks.
 
-The decision is unit-tested on its own; then real TaskManagers and the real `aqua-eval` and
+The decision is unit-tested on its own; then real TaskManagers and the real `aqua eval` and
 plain `lm_eval` command lines show which folders lm-eval indexed (its own DEBUG log line).
 """
 
@@ -133,7 +133,7 @@ def test_an_inline_group_is_covered_by_its_members():
 
 @pytest.fixture(scope="module")
 def task_manager_cls() -> type:
-    """lm-eval's TaskManager as the start-up hook (or aqua-eval) leaves it."""
+    """lm-eval's TaskManager as the start-up hook (or aqua eval) leaves it."""
     from lm_eval.tasks import TaskManager
 
     from eval_plugins.lm_eval.registration import install_task_folder
@@ -209,8 +209,8 @@ def test_aqua_only_runs_of_aqua_eval_index_only_our_folders(user_tasks, released
     ]  # fmt: skip
     commands = {
         "lm_eval": ([BIN / "lm_eval", *args], {}),
-        "aqua-eval": ([BIN / "aqua-eval", *args], {}),
-        "aqua-eval, hook off": ([BIN / "aqua-eval", *args], {ENV_SWITCH: "0"}),
+        "aqua eval": ([BIN / "aqua", "eval", *args], {}),
+        "aqua eval, hook off": ([BIN / "aqua", "eval", *args], {ENV_SWITCH: "0"}),
     }
     with ThreadPoolExecutor(len(commands)) as pool:
         futures = {

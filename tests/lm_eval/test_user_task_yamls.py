@@ -48,6 +48,6 @@ def test_aqua_eval_refuses_it_before_lm_eval_indexes_any_task(tmp_path, capsys):
     assert cli_eval.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == (
-        f"aqua-eval: error: {tmp_path / 'mine.yaml'}:2: !!python/name:os.system is not allowed: "
+        f"aqua eval: error: {tmp_path / 'mine.yaml'}:2: !!python/name:os.system is not allowed: "
         f"{ALLOWED} (lm-eval would skip this task file and call its tasks not found)"
     )

@@ -113,7 +113,7 @@ def test_crash_resume_retries_and_failures_through_aqua_eval(
     done_first = set(crashed.succeeded_keys)
     assert len(done_first) == 3
 
-    # Run B: the same command through aqua-eval, 4 at a time, with faults on fresh items.
+    # Run B: the same command through aqua eval, 4 at a time, with faults on fresh items.
     fresh = [r.text for r in crashed.requests if r.key not in done_first]
     fresh += [t for t in texts if t not in fresh and t not in {r.text for r in crashed.requests}]
     rate_limited, overloaded, stalled, broken = fresh[:4]
@@ -136,7 +136,8 @@ def test_crash_resume_retries_and_failures_through_aqua_eval(
         )
         proc = subprocess.run(
             [
-                *(str(BIN / "aqua-eval"), "--model", "openai-audio-chat", "--model_args", settings),
+                *(str(BIN / "aqua"), "eval", "--model", "openai-audio-chat"),
+                *("--model_args", settings),
                 *("--tasks", ",".join(TASKS), "--limit", str(LIMIT), "--metadata", metadata),
                 *("--output_path", str(out), "--log_samples"),
             ],

@@ -207,9 +207,10 @@ def test_model_args_win_over_the_cli_defaults_lm_eval_always_sends(tiny_dir):
 
 
 def eval_command(tiny_dir: Path, samples: dict, metadata: dict, out: Path) -> list[str]:
-    """The aqua-eval arguments every end-to-end run here shares."""
+    """The aqua eval arguments every end-to-end run here shares."""
     return [
-        str(BIN / "aqua-eval"),
+        str(BIN / "aqua"),
+        "eval",
         "--model",
         "hf-audiolm-qwen",
         "--model_args",
@@ -257,7 +258,7 @@ def task_metrics(results: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def single_process_run(tmp_path_factory, tiny_dir, released_dir, released_audio_root):
-    """One aqua-eval run in one process (with lm-eval's --use_cache): the reference run."""
+    """One aqua eval run in one process (with lm-eval's --use_cache): the reference run."""
     out = tmp_path_factory.mktemp("one_process")
     samples = real_sample_ids(released_dir)
     samples["aqua_animal"] = sorted({*samples["aqua_animal"], 8, 9, 10, 11})
@@ -380,13 +381,13 @@ def test_bad_clips_are_refused_before_any_generation_naming_each_file(lm, tmp_pa
     with pytest.raises(ClipCheckError) as refused:
         lm.generate_until(requests, disable_tqdm=True)
     message = str(refused.value)
-    # An AudioFileError: aqua-eval reports it in one line, as it does a missing clip.
+    # An AudioFileError: aqua eval reports it in one line, as it does a missing clip.
     assert isinstance(refused.value, AudioFileError)
     assert message.startswith("2 clip(s) cannot be run, nothing was generated")
     assert f"{tmp_path / 'short_960.wav'}: 60.0 ms long" in message and "60.1 ms" in message
     assert f"{tmp_path / 'nan.wav'}: holds NaN or infinite samples" in message
     assert "ok.wav" not in message and "ok_961.wav" not in message
-    assert "aqua-audio prepare" in message and calls == []
+    assert "aqua audio prepare" in message and calls == []
     stereo = {"array": np.zeros((2, 16000)), "sampling_rate": 16000}
     with pytest.raises(ClipCheckError, match=r"mono \(1-D\), got shape \(2, 16000\)"):
         lm.generate_until([audio_request(stereo)], disable_tqdm=True)

@@ -159,7 +159,8 @@ def test_aqua_eval_runs_the_omni_thinker_end_to_end(
     out = tmp_path / "results"
     metadata = {"data_dir": str(released_dir), "audio_root": str(released_audio_root)}
     command = [
-        str(BIN / "aqua-eval"),
+        str(BIN / "aqua"),
+        "eval",
         "--model",
         "aqua-audiolm",
         "--model_args",

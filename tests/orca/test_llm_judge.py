@@ -291,11 +291,11 @@ def test_orca_compare_refuses_a_negative_or_nan_price(tmp_path, capsys, price, m
     items = str(write_jsonl(tmp_path / "human.jsonl", synthetic_items(4, 7, "h")))
     spec = f"base_url=http://127.0.0.1:9/v1/chat/completions,model=m,price_prompt={price},"
     assert orca_compare(["--items", items, "--llm-judge", spec + "price_completion=1"]) == 2
-    assert capsys.readouterr().err.strip() == f"orca-compare: error: --llm-judge m: {message}"
+    assert capsys.readouterr().err.strip() == f"orca compare: error: --llm-judge m: {message}"
 
 
 def test_orca_compare_refuses_an_empty_item_file(tmp_path, capsys):
     (tmp_path / "empty.jsonl").write_text("")
     assert orca_compare(["--items", str(tmp_path / "empty.jsonl"), "--constant", "3"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("orca-compare: error: ") and "no items" in err
+    assert err.startswith("orca compare: error: ") and "no items" in err

@@ -1,4 +1,4 @@
-"""Evaluation checkpoints kept by the trainer, and checkpoint averaging (orca-average)."""
+"""Evaluation checkpoints kept by the trainer, and checkpoint averaging (orca average)."""
 
 import json
 import shutil
@@ -218,7 +218,7 @@ def test_orca_average_cli_averages_heads_and_reports_the_truncation(kept_run, tm
     assert cli_average.main([*map(str, steps[:2]), "--output", str(out)]) == 2
     assert "exists and is not empty" in capsys.readouterr().err
     assert (out / "head.safetensors").read_bytes() == before
-    script = shutil.which("orca-average") or f"{sys.executable} -m orca_judge.cli.average"
+    script = f"{sys.executable} -m orca_judge.cli.main average"
     done = subprocess.run(
         [*script.split(), str(steps[0]), "--output", str(tmp_path / "one")],
         capture_output=True,

@@ -1,4 +1,4 @@
-"""orca-train and orca-score end to end on the tiny offline backbone."""
+"""orca train and orca score end to end on the tiny offline backbone."""
 
 import builtins
 import errno
@@ -114,7 +114,7 @@ def test_orca_train_bad_ratings_exit_nonzero_with_a_one_line_reason(tmp_path, ca
     assert (
         code == 2
         and err
-        == f"orca-train: error: {train}:3: field 'ratings' has 0; ratings must be integers 1..5"
+        == f"orca train: error: {train}:3: field 'ratings' has 0; ratings must be integers 1..5"
     )
 
 
@@ -217,7 +217,7 @@ def test_orca_train_disk_full_while_adding_held_out_metrics_keeps_metrics_json_i
     assert cli_train.main([*argv, *TINY]) == 2
     monkeypatch.undo()
     line = capsys.readouterr().err.strip().splitlines()[-1]
-    assert line == f"orca-train: error: disk full writing {tmp_path / 'ckpt' / 'metrics.json'}"
+    assert line == f"orca train: error: disk full writing {tmp_path / 'ckpt' / 'metrics.json'}"
     after = {p.name: p.read_bytes() for p in (tmp_path / "ckpt").iterdir() if p.is_file()}
     assert after == seen and "heldout" not in json.loads(after["metrics.json"])
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]

@@ -192,7 +192,7 @@ def test_shipped_curriculum_trains_one_step_per_stage_on_a_tiny_model(tmp_path, 
 
 
 # The human ratings in the tests' shared data, passed explicitly (the configs read
-# data/orca-human/, which `orca-fetch-ratings` writes).
+# data/orca-human/, which `orca fetch-ratings` writes).
 HUMAN = shared_path("orca-human").resolve()
 
 
@@ -229,7 +229,7 @@ def test_a_synthesize_stage_trains_on_rule_rated_candidates_built_from_its_file(
     s0, s1 = summary["stages"]
     assert (s0["name"], s1["name"]) == ("s0-synthetic", "s1-human")
     assert s0["train_items"] == len(built) != len(train) and s1["train_items"] == len(train)
-    assert s0["data"]["train_synthesized"] == "rule-rated (orca-synthesize)"
+    assert s0["data"]["train_synthesized"] == "rule-rated (orca synthesize)"
     assert "train_synthesized" not in s1["data"]
     assert s0["data"]["train_file"] == s1["data"]["train_file"] == str(tmp_path / "train.jsonl")
     stored = json.loads((tmp_path / "out" / "metrics.json").read_text())

@@ -1,4 +1,4 @@
-"""orca-ensemble: several judges in one folder, loaded as one judge whose predictions are mixed."""
+"""orca ensemble: several judges in one folder, loaded as one judge whose predictions are mixed."""
 
 import json
 import shutil
@@ -88,7 +88,7 @@ def test_orca_ensemble_cli_writes_a_folder_that_orca_score_reads(members, tmp_pa
     written = json.loads(capsys.readouterr().out)
     assert code == 0 and [m["folder"] for m in written["members"]] == ["member-0", "member-1"]
     manifest = json.loads((out / MANIFEST).read_text())
-    assert manifest["format"] == "orca-ensemble/1" and len(manifest["members"]) == 2
+    assert manifest["format"] == "orca ensemble/1" and len(manifest["members"]) == 2
     assert all((out / m["folder"] / "orca_judge.json").is_file() for m in written["members"])
     items = write_jsonl(tmp_path / "items.jsonl", ITEMS)
     assert cli_score.main(["--checkpoint", str(out), "--input", str(items), "--json",
@@ -132,15 +132,15 @@ def test_load_settings_reach_every_member_and_are_no_change_to_the_members(ensem
 @pytest.mark.parametrize(
     "manifest, message",
     [
-        ({"format": "orca-ensemble/9", "members": []}, "format 'orca-ensemble/9', expected"),
-        ({"format": "orca-ensemble/1", "members": [MEMBER]},
+        ({"format": "orca ensemble/9", "members": []}, "format 'orca ensemble/9', expected"),
+        ({"format": "orca ensemble/1", "members": [MEMBER]},
          "'members' must list at least 2 judges"),
-        ({"format": "orca-ensemble/1", "members": [{**MEMBER, "folder": "../judge"}] * 2},
+        ({"format": "orca ensemble/1", "members": [{**MEMBER, "folder": "../judge"}] * 2},
          "folder '../judge' is not a plain name"),
-        ({"format": "orca-ensemble/1", "members": [{"folder": "member-0"}] * 2},
+        ({"format": "orca ensemble/1", "members": [{"folder": "member-0"}] * 2},
          r"members\[0\] needs 'folder', 'fingerprint', 'files_sha256' as strings"),
         ([1, 2], "format 'list', expected"),
-        ({"format": "orca-ensemble/1", "members": [MEMBER, {**MEMBER, "files_sha256": "z"}]},
+        ({"format": "orca ensemble/1", "members": [MEMBER, {**MEMBER, "files_sha256": "z"}]},
          r"members\[1\] repeats members\[0\]; each judge counts once"),
     ],
 )  # fmt: skip
@@ -172,7 +172,7 @@ def test_bad_member_lists_are_refused_before_anything_is_written(
     for given, message in cases:
         code = cli_ensemble.main([*map(str, given), "--output", str(out)])
         # one line of ours (the backbone's loading bars may come before it)
-        said = [line for line in capsys.readouterr().err.splitlines() if "orca-ensemble" in line]
+        said = [line for line in capsys.readouterr().err.splitlines() if "orca ensemble" in line]
         assert code == 2 and len(said) == 1 and message in said[0], said
         assert not out.exists()
 
@@ -222,7 +222,7 @@ def test_a_member_holding_a_link_is_refused_and_only_a_judges_own_files_are_copi
 
 def test_a_hub_id_as_a_member_is_refused_in_one_line(members, tmp_path, capsys):
     code = cli_ensemble.main([str(members[0]), "org/judge", "--output", str(tmp_path / "o")])
-    said = [line for line in capsys.readouterr().err.splitlines() if "orca-ensemble" in line]
+    said = [line for line in capsys.readouterr().err.splitlines() if "orca ensemble" in line]
     assert code == 2 and len(said) == 1 and "org/judge: not a folder" in said[0]
 
 

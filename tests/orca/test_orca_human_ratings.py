@@ -1,4 +1,4 @@
-"""orca-fetch-ratings: the public dataset's rows into data/orca-human/, never from the network.
+"""orca fetch-ratings: the public dataset's rows into data/orca-human/, never from the network.
 
 The dataset is stood in for by `datasets` objects built in memory from the real human-rated
 items (tests' shared data) with the public dataset's other columns added, and by a local copy
@@ -57,7 +57,7 @@ def test_human_rows_are_written_in_the_layout_the_configs_read(dataset, tmp_path
         written = [json.loads(x) for x in (out / f"{name}.jsonl").read_text().splitlines()]
         assert written == real_rows(name)  # the seven fields, values as published
     assert "CC-BY-4.0" in (out / "README.md").read_text()
-    # What orca-train reads from the configs' data_dir.
+    # What orca train reads from the configs' data_dir.
     for stage in plan_stages(REPO / "configs" / "orca" / "curriculum.yaml", data_dir=out):
         assert stage.train == str(out / "train.jsonl") and stage.dev == str(out / "dev.jsonl")
         assert len(load_items(stage.train, require_ratings=True)) == N["train"]
@@ -111,7 +111,7 @@ def test_the_command_reads_a_local_copy_and_never_replaces_files_unasked(tmp_pat
     assert cli_fetch.main(args) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line == (
-        f"orca-fetch-ratings: error: {out}: already holds train.jsonl, dev.jsonl; pass "
+        f"orca fetch-ratings: error: {out}: already holds train.jsonl, dev.jsonl; pass "
         "--overwrite to replace them"
     )
     assert cli_fetch.main([*args, "--overwrite"]) == 0
@@ -131,7 +131,7 @@ def test_the_configs_read_data_orca_human_in_the_repository_and_name_the_command
     path = REPO / "configs" / "orca" / config
     data_dir = yaml.safe_load(path.read_text())["data_dir"]
     assert (path.parent / data_dir).resolve() == REPO / "data" / "orca-human"
-    assert "orca-fetch-ratings --output data/orca-human" in path.read_text()
+    assert "orca fetch-ratings --output data/orca-human" in path.read_text()
     assert "shared/data" not in path.read_text()
 
 

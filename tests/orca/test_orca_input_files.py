@@ -37,8 +37,8 @@ def _train_error(tmp_path, capsys, config_text: str | bytes) -> str:
     argv = ["--config", str(config), "--output", str(tmp_path / "out"), "--backbone", "b"]
     assert cli_train.main(argv) == 2
     err = capsys.readouterr().err
-    assert len(err.splitlines()) == 1 and err.startswith("orca-train: error: "), err
-    return err.removeprefix("orca-train: error: ").rstrip("\n")
+    assert len(err.splitlines()) == 1 and err.startswith("orca train: error: "), err
+    return err.removeprefix("orca train: error: ").rstrip("\n")
 
 
 BASE = "train: train.jsonl\ndev: dev.jsonl\n"
@@ -133,7 +133,7 @@ def test_orca_data_that_is_not_utf8_names_file_and_line(tmp_path, capsys):
     argv = ["--checkpoint", str(tmp_path / "none"), "--input", str(path)]
     assert cli_score.main(argv) == 2
     assert capsys.readouterr().err == (
-        f"orca-score: error: {path}:2: byte 0xe9 at column 29 is not UTF-8; save the file as "
+        f"orca score: error: {path}:2: byte 0xe9 at column 29 is not UTF-8; save the file as "
         "UTF-8 text\n"
     )
 
@@ -148,7 +148,7 @@ def test_a_lone_surrogate_in_a_candidate_is_refused_naming_item_and_field(tmp_pa
     assert cli_score.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(
-        f"orca-score: error: {path}:1: field 'candidate' (id 'q7') has a lone surrogate '\\ud800' "
+        f"orca score: error: {path}:1: field 'candidate' (id 'q7') has a lone surrogate '\\ud800' "
         "at character 3; expected Unicode text"
     )
     # `metric: orca` scores the run's replies as records: the same check applies.

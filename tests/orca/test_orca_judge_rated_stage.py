@@ -56,7 +56,7 @@ def stub():
 
 
 def unrated(n: int, prefix: str = "m", markers: dict[int, str] | None = None) -> list[dict]:
-    """Candidates without ratings, as orca-score reads them; markers go into some candidates."""
+    """Candidates without ratings, as orca score reads them; markers go into some candidates."""
     items = []
     for i in range(n):
         candidate = CANDIDATES[i % len(CANDIDATES)]
@@ -194,7 +194,7 @@ def test_orca_train_runs_synthetic_then_judge_rated_then_human_and_records_the_j
     url, state = stub
     middle = unrated(16, markers={2: "NEVERJSON", 9: "RATELIMIT"})
     early = synthetic_items(12, 1, "a")
-    for i, item in enumerate(early):  # orca-synthesize needs distinct references
+    for i, item in enumerate(early):  # orca synthesize needs distinct references
         item["reference"] = f"the sun and {['a bird', 'a song', 'the moon'][i % 3]}"
     write_jsonl(tmp_path / "early.jsonl", early)
     write_jsonl(tmp_path / "mid.jsonl", middle)

@@ -1,4 +1,4 @@
-"""`metric: orca` in real lm-eval runs: aqua-eval, plain lm_eval, predict-only + orca-score."""
+"""`metric: orca` in real lm-eval runs: aqua eval, plain lm_eval, predict-only + orca score."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def rows_of(path: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> dict:
-    """A judge, a third-party style task (aqua-eval and plain-lm_eval forms), human items."""
+    """A judge, a third-party style task (aqua eval and plain-lm_eval forms), human items."""
     root = tmp_path_factory.mktemp("orca_metric")
     judge = tiny_trained_checkpoint()
     qa = write_jsonl(
@@ -131,7 +131,7 @@ def runs(work) -> dict[str, subprocess.CompletedProcess]:
     )
     commands = {
         "aqua": (
-            [BIN / "aqua-eval", "--model", "dummy", "--tasks", "tiny_qa,tiny_qa_copy",
+            [BIN / "aqua", "eval", "--model", "dummy", "--tasks", "tiny_qa,tiny_qa_copy",
              "--include_path", root / "tasks", "--output_path", root / "aqua", "--log_samples"],
             {},
         ),
@@ -141,9 +141,10 @@ def runs(work) -> dict[str, subprocess.CompletedProcess]:
             # The start-up hook off: plain lm-eval as it is, the metric through !function only.
             {"AQUA_LM_EVAL_HOOK": "0"},
         ),
-        "human": ([BIN / "aqua-eval", *human_args, "--output_path", root / "human"], {}),
+        "human": ([BIN / "aqua", "eval", *human_args, "--output_path", root / "human"], {}),
         "predict": (
-            [BIN / "aqua-eval", *human_args, "--predict_only", "--output_path", root / "predict"],
+            [BIN / "aqua", "eval", *human_args, "--predict_only",
+             "--output_path", root / "predict"],
             {},
         ),
         "ensemble": (
@@ -259,7 +260,7 @@ def test_human_task_and_predict_only_then_orca_score_give_the_same_numbers(runs,
         read_judge_samples(samples).items, OrcaMetricSettings("-", ratings_field="ratings")
     )
     later = write_jsonl(work["root"] / "later.jsonl", items)
-    # orca-score's own entry point, in this process (the run above already paid for start-up).
+    # orca score's own entry point, in this process (the run above already paid for start-up).
     capsys.readouterr()
     args = ["--checkpoint", str(work["judge"]), "--input", str(later), "--json", "--no-progress"]
     assert orca_score(args) == 0

@@ -47,7 +47,8 @@ def runs(tmp_path_factory, released_dir, released_audio_root) -> dict[str, Path]
     for name, prefix, extra in (("one", [], {}), ("two", launch, CPU_ENV)):
         command = [
             *prefix,
-            str(BIN / "aqua-eval"),
+            str(BIN / "aqua"),
+            "eval",
             "--model",
             "aqua-audiolm",
             "--model_args",

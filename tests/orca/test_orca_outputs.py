@@ -41,7 +41,7 @@ def test_orca_score_refuses_an_output_that_is_its_input(tmp_path, capsys):
     argv = ["--checkpoint", str(tiny_trained_checkpoint()), "--input", str(items)]
     assert cli_score.main([*argv, "--output", str(items), "--no-progress"]) == 2
     err = _last_error(capsys)
-    assert err.startswith("orca-score: error: --output") and "is also an input" in err
+    assert err.startswith("orca score: error: --output") and "is also an input" in err
     assert items.read_bytes() == before
 
 
@@ -61,7 +61,7 @@ def test_orca_train_on_a_full_disk_says_so_and_leaves_no_temporary(tmp_path, mon
     base = ["--train", str(train), "--dev", str(dev), "--backbone", str(tiny_llama_dir())]
     monkeypatch.setattr(os, "fsync", _full_disk)
     assert cli_train.main([*base, "--output", str(tmp_path / "judge"), *TINY]) == 2
-    assert _last_error(capsys).startswith("orca-train: error: disk full writing ")
+    assert _last_error(capsys).startswith("orca train: error: disk full writing ")
     assert not [p for p in tmp_path.rglob("*") if ".tmp" in p.name]
 
 

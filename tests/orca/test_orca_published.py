@@ -258,7 +258,7 @@ def test_orca_score_reports_published_threshold_settings_and_truncation(
     assert "clamp threshold 0.05: the paper's threshold for the published Gemma-3-4B" in (
         captured.err
     )
-    assert "orca-score: token limit 1024 (the backbone's context length)" in captured.err
+    assert "orca score: token limit 1024 (the backbone's context length)" in captured.err
     assert "input blocks (defaults (no args.yaml)): question yes, rationale yes" in captured.err
     long = next(p for p in out["predictions"] if p["id"] == "long")
     assert 512 < long["n_tokens"] <= 1024 and not long["truncated"]
@@ -317,7 +317,7 @@ def test_orca_train_builds_a_trainable_judge_on_a_multimodal_gemma3_backbone():
     }
     assert "head.weight" in grads and any("language_model" in n for n in grads)
     assert all(g is not None and torch.isfinite(g).all() for g in grads.values())
-    # A CLS token trains with the head (orca-train --use-cls-token true).
+    # A CLS token trains with the head (orca train --use-cls-token true).
     cls_model, _, _ = build_model(tiny_config(use_cls_token=True), torch.device("cpu"))
     start = cls_model.cls_token.detach().clone()
     assert start.abs().sum() > 0  # N(0, 1) like the reference, not zeros

@@ -1,7 +1,6 @@
-"""Rule-rated synthetic candidates for an earlier curriculum stage (orca-synthesize)."""
+"""Rule-rated synthetic candidates for an earlier curriculum stage (orca synthesize)."""
 
 import json
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -150,7 +149,7 @@ def test_cli_writes_a_trainable_file_and_never_replaces_one(tmp_path, capsys):
 def test_cli_names_the_bad_line_of_its_input(tmp_path):
     source = tmp_path / "rated.jsonl"
     source.write_text(json.dumps(ITEMS[0].as_dict()) + "\n" + '{"question": "q"}\n')
-    script = shutil.which("orca-synthesize") or f"{sys.executable} -m orca_judge.cli.synthesize"
+    script = f"{sys.executable} -m orca_judge.cli.main synthesize"
     done = subprocess.run(
         [*script.split(), str(source), "--output", str(tmp_path / "s.jsonl")],
         capture_output=True,
@@ -196,8 +195,8 @@ def test_a_stage_names_its_kinds_and_records_them(tmp_path):
     assert synthetic_kinds(True, "s0") == DEFAULT_KINDS and synthetic_kinds(False, "s0") == ()
     kinds = synthetic_kinds(["reference", "abstention", "abstention"], "s0")
     assert kinds == ("reference", "abstention")
-    assert synthesized_record(DEFAULT_KINDS) == "rule-rated (orca-synthesize)"  # as before
-    assert synthesized_record(kinds) == "rule-rated (orca-synthesize --kinds reference abstention)"
+    assert synthesized_record(DEFAULT_KINDS) == "rule-rated (orca synthesize)"  # as before
+    assert synthesized_record(kinds) == "rule-rated (orca synthesize --kinds reference abstention)"
     with pytest.raises(ValueError, match=r"^s0: expected true, false or a list of kinds from"):
         synthetic_kinds(["refusal"], "s0")
     with pytest.raises(ValueError, match=r"^s0: expected true, false or a list of kinds"):

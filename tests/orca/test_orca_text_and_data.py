@@ -196,7 +196,8 @@ def test_orca_score_refuses_an_input_with_a_repeated_id_in_one_line(tmp_path):
     write_jsonl(tmp_path / "in.jsonl", records)
     proc = subprocess.run(
         [
-            str(Path(sys.executable).parent / "orca-score"),
+            str(Path(sys.executable).parent / "orca"),
+            "score",
             "--checkpoint",
             str(tmp_path / "none"),
             "--input",
@@ -210,4 +211,4 @@ def test_orca_score_refuses_an_input_with_a_repeated_id_in_one_line(tmp_path):
     )
     assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()
-    assert line.startswith("orca-score: error: ") and "occur more than once" in line
+    assert line.startswith("orca score: error: ") and "occur more than once" in line

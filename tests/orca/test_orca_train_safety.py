@@ -45,7 +45,7 @@ def _one_line_error(capsys) -> str:
     # The caller checked the exit status 2: main caught the error (no traceback escaped).
     # transformers' loading bars may come first on stderr; the reason is the last line.
     line = capsys.readouterr().err.strip().splitlines()[-1]
-    assert line.startswith(("orca-train: error: ", "orca-score: error: "))
+    assert line.startswith(("orca train: error: ", "orca score: error: "))
     return line
 
 

@@ -2,7 +2,7 @@
 
 The expected values in `golden/aqua_runs.json` were written by the code before the run
 reading, statistics and samples layout were reorganised; a refactor must leave every one of
-them unchanged — through lm-eval's own results file and through `aqua-score` on the logged
+them unchanged — through lm-eval's own results file and through `aqua score` on the logged
 samples. Regenerated once on purpose for aqua-rules 3.1, whose only change here is that the
 replay shape "It could be (x) or (x)." (a lean with no answer frame, 207 replies) is now
 unparsed `no-commitment` instead of option x; every other value stayed the same.
@@ -72,7 +72,7 @@ def golden_runs(tmp_path_factory, released_dir, released_audio_root, replay_resu
         args = ["--model", model, "--tasks", "aqua_*", "--metadata", metadata]
         if model_args:
             args += ["--model_args", model_args]
-        command = [str(BIN / "aqua-eval"), *args, "--output_path", str(out), "--log_samples"]
+        command = [str(BIN / "aqua"), "eval", *args, "--output_path", str(out), "--log_samples"]
         log = (out.parent / f"{out.name}.log").open("w+")
         proc = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, text=True, env=OFFLINE_ENV
@@ -130,7 +130,7 @@ def test_aqua_score_on_each_golden_run_equals_the_golden_values(golden_runs):
     golden = json.loads(GOLDEN.read_text())
     started = {
         model: subprocess.Popen(
-            [str(BIN / "aqua-score"), str(run), "--json"],
+            [str(BIN / "aqua"), "score", str(run), "--json"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -142,4 +142,4 @@ def test_aqua_score_on_each_golden_run_equals_the_golden_values(golden_runs):
         stdout, stderr = proc.communicate(timeout=900)
         assert proc.returncode == 0, stderr
         scored = json.loads(stdout)["results"]
-        _assert_same({t: scored[t] for t in TASKS}, golden[model], f"aqua-score {model}")
+        _assert_same({t: scored[t] for t in TASKS}, golden[model], f"aqua score {model}")

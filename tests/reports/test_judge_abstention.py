@@ -1,4 +1,4 @@
-"""aqua-open-judge-check: a judge's verdicts on abstentions and class names, measured."""
+"""aqua open-judge-check: a judge's verdicts on abstentions and class names, measured."""
 
 from __future__ import annotations
 
@@ -133,7 +133,8 @@ def test_an_ensemble_folder_is_checked_as_the_mixture_of_its_members(
 def test_a_bad_limit_is_one_line(released_dir):
     done = subprocess.run(
         [
-            str(Path(sys.executable).parent / "aqua-open-judge-check"),
+            str(Path(sys.executable).parent / "aqua"),
+            "open-judge-check",
             "--checkpoint",
             "x",
             "--data-dir",
@@ -147,5 +148,5 @@ def test_a_bad_limit_is_one_line(released_dir):
     )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "aqua-open-judge-check: error: --limit: expected a finite number with 1 <= --limit, got 0"
+        "aqua open-judge-check: error: --limit: expected a finite number with 1 <= --limit, got 0"
     ]

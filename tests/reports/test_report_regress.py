@@ -1,4 +1,4 @@
-"""aqua-report and aqua-regress on real runs of the aqua-eval CLI, and their statistics."""
+"""aqua report and aqua regress on real runs of the aqua eval CLI, and their statistics."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from aqua_tasks.reports.tables import COLUMNS, UNPARSED, build_table
 from aqua_tasks.runs import read_run
 from eval_plugins.cli import aqua_eval as cli_eval
 
-pytestmark = pytest.mark.slow  # four aqua-eval runs over released tracks, then reports
+pytestmark = pytest.mark.slow  # four aqua eval runs over released tracks, then reports
 LIMIT = 480  # 120 clips of the track: every clip's four items are in the run
 
 
@@ -87,7 +87,7 @@ def write_replies(folder: Path, released_dir: Path, rule) -> Path:
 
 
 def aqua_eval(out: Path, released_dir: Path, *args: str) -> Path:
-    """One run of the real aqua-eval command line (in process), text-only."""
+    """One run of the real aqua eval command line (in process), text-only."""
     metadata = json.dumps({"data_dir": str(released_dir), "audio": False})
     with contextlib.redirect_stdout(io.StringIO()):
         code = cli_eval.main(
@@ -132,7 +132,7 @@ def regress(capsys, *args: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-# --- aqua-report -------------------------------------------------------------------------
+# --- aqua report -------------------------------------------------------------------------
 
 
 def test_report_table_values_equal_the_runs_metrics_in_markdown_and_csv(runs, capsys, tmp_path):
@@ -270,7 +270,7 @@ def test_report_without_matplotlib_imports_and_names_the_plot_extra(runs, tmp_pa
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1] == (
-        "aqua-report: error: the PNG chart needs matplotlib: "
+        "aqua report: error: the PNG chart needs matplotlib: "
         "pip install 'aqua-bench-eval[plot]' (or pass --no-chart)"
     )
     assert (tmp_path / "table.md").is_file() and not (tmp_path / "chart.png").exists()
@@ -310,7 +310,7 @@ def test_orca_calibration_joins_predictions_with_rated_items(tmp_path, capsys):
     assert "rho = 1.000" in (tmp_path / "o" / "orca_calibration.md").read_text()
 
 
-# --- aqua-regress ------------------------------------------------------------------------
+# --- aqua regress ------------------------------------------------------------------------
 
 
 def test_regress_detects_injected_solvable_regression_with_exit_1(runs, capsys, tmp_path):
@@ -334,7 +334,7 @@ def test_regress_detects_injected_solvable_regression_with_exit_1(runs, capsys, 
     text = summary.read_text()
     assert text.startswith("## AQUA-Bench regression check: ❌ regression")
     assert "| aqua_animal | Ori (acc) | 75.0 | 25.0 | -50.0 | 120 | McNemar −60/+0 |" in text
-    assert "aqua-regress: REGRESSION" in err
+    assert "aqua regress: REGRESSION" in err
 
 
 def test_regress_passes_a_run_against_itself_and_noise_below_threshold(runs, capsys):
@@ -342,7 +342,7 @@ def test_regress_passes_a_run_against_itself_and_noise_below_threshold(runs, cap
         capsys, "--baseline", str(runs["base"]), "--candidate", str(runs["base"])
     )
     assert code == 0, err
-    assert "✅ no regression" in out and "aqua-regress: no regression (8 comparisons" in out
+    assert "✅ no regression" in out and "aqua regress: no regression (8 comparisons" in out
     code, out, _ = regress(
         capsys, "--baseline", str(runs["base"]), "--candidate", str(runs["noisy"]), "--json"
     )
@@ -392,7 +392,7 @@ def test_regress_refuses_incomparable_runs_with_exit_2_and_the_reason(runs, caps
     )
     assert code == 2
     assert err.strip() == (
-        "aqua-regress: not comparable: different tasks (baseline: aqua_animal; "
+        "aqua regress: not comparable: different tasks (baseline: aqua_animal; "
         "candidate: aqua_animal, aqua_vocal)"
     )
 

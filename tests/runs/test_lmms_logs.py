@@ -64,7 +64,7 @@ def test_same_replies_give_identical_numbers_under_lm_eval_and_lmms_eval(capsys,
     assert lmms["results"] == lm_eval["results"]
     assert lmms["intervals"] == lm_eval["intervals"]
     assert lmms["extractor"] == lm_eval["extractor"]
-    # The figures lmms-eval itself computed in the run are aqua-score's.
+    # The figures lmms-eval itself computed in the run are aqua score's.
     recorded = json.loads((LMMS / f"{LMMS_STAMP}_results.json").read_text())["results"]
     for task in TRACKS:
         for metric in ("acc", "ca_aad", "ca_iasd", "ca_iaqd", "n_items", "unparsed_rate"):
@@ -94,7 +94,7 @@ def test_per_item_rows_are_the_same_under_both_harnesses(tmp_path, released_dir,
 
 
 def test_an_lmms_eval_log_without_data_dir_asks_for_it(capsys):
-    err = one_line_error(capsys, aqua_score, [str(LMMS)], "aqua-score")
+    err = one_line_error(capsys, aqua_score, [str(LMMS)], "aqua score")
     # The fixture recorded data_dir DATA, a folder of the machine it ran on.
     assert f"{ANIMAL}: an lmms-eval log of aqua_animal; the data_dir it recorded, DATA, " in err
     assert "is not a folder here; pass --data-dir" in err
@@ -174,7 +174,7 @@ def test_rows_the_data_does_not_match_are_refused(
 ):
     run = copy_run(tmp_path / "run", _edit_first(field, value))
     err = one_line_error(
-        capsys, aqua_score, [str(run), "--data-dir", str(released_dir)], "aqua-score"
+        capsys, aqua_score, [str(run), "--data-dir", str(released_dir)], "aqua score"
     )
     assert message in err
 
@@ -182,7 +182,7 @@ def test_rows_the_data_does_not_match_are_refused(
 def test_a_row_twice_is_refused(tmp_path, capsys, released_dir):
     run = copy_run(tmp_path / "run", lambda rows: [*rows, rows[0]])
     err = one_line_error(
-        capsys, aqua_score, [str(run), "--data-dir", str(released_dir)], "aqua-score"
+        capsys, aqua_score, [str(run), "--data-dir", str(released_dir)], "aqua score"
     )
     assert "aqua_animal has 1 items more than once (id 0)" in err
 
@@ -199,7 +199,7 @@ def changed_data(released_dir: Path, dest: Path) -> Path:
 
 def test_a_data_folder_other_than_the_recorded_one_is_refused(tmp_path, capsys, released_dir):
     data = changed_data(released_dir, tmp_path / "data")
-    err = one_line_error(capsys, aqua_score, [str(LMMS), "--data-dir", str(data)], "aqua-score")
+    err = one_line_error(capsys, aqua_score, [str(LMMS), "--data-dir", str(data)], "aqua score")
     assert f"{LMMS_STAMP}_results.json: field 'data_sha256' of task aqua_animal is" in err
     assert "pass the --data-dir the run used" in err
 
@@ -217,7 +217,7 @@ def test_aqua_report_reads_an_lmms_eval_run_like_the_lm_eval_one(tmp_path, capsy
     assert row["cells"] == legacy_row["cells"]
     assert row["cells"]["vocal"]["Ori"]["value"] == 50.0
     assert "[lmms-eval] (items rebuilt by doc id from" in lmms["sources"][0]
-    err = one_line_error(capsys, cli_report.main, [str(LMMS), "--no-chart"], "aqua-report")
+    err = one_line_error(capsys, cli_report.main, [str(LMMS), "--no-chart"], "aqua report")
     assert "pass --data-dir" in err
 
 
@@ -293,7 +293,7 @@ def test_orca_items_of_an_lmms_eval_aqua_log_equal_the_lm_eval_ones(tmp_path, ca
         capsys,
         cli_lm_eval_items.main,
         [str(LMMS / ANIMAL), "--output", str(lmms)],
-        "orca-lm-eval-items",
+        "aqua orca-items",
     )
     assert "an lmms-eval log of aqua_animal; the data_dir it recorded, DATA, is not" in err
     assert "pass --data-dir" in err
@@ -337,7 +337,7 @@ def test_orca_items_of_another_lmms_eval_task_rebuild_docs_from_its_data_file(tm
     ]
     capsys.readouterr()
     err = one_line_error(
-        capsys, cli_lm_eval_items.main, [str(samples), "--output", str(out)], "orca-lm-eval-items"
+        capsys, cli_lm_eval_items.main, [str(samples), "--output", str(out)], "aqua orca-items"
     )
     assert "pass --docs, the task's data file" in err
     docs_file.write_text("".join(reversed(docs_file.read_text().splitlines(True))))
@@ -345,7 +345,7 @@ def test_orca_items_of_another_lmms_eval_task_rebuild_docs_from_its_data_file(tm
         capsys,
         cli_lm_eval_items.main,
         [str(samples), "--output", str(out), "--docs", str(docs_file)],
-        "orca-lm-eval-items",
+        "aqua orca-items",
     )
     assert f"{samples.name}:1: field 'input' does not hold doc 0's 'question'" in err
 
@@ -377,7 +377,7 @@ def test_newest_samples_of_another_model_in_the_same_folder_are_refused(
     recorded = json.loads((run / f"{LMMS_STAMP}_results.json").read_text())["config"]["model"]
     rerun_of_animal(run, "aqua-first-option")
     err = one_line_error(
-        capsys, aqua_score, [str(run), "--data-dir", str(released_dir)], "aqua-score"
+        capsys, aqua_score, [str(run), "--data-dir", str(released_dir)], "aqua score"
     )
     assert "runs of different models" in err
     assert "aqua-first-option" in err and recorded in err

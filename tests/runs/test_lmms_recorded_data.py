@@ -57,11 +57,11 @@ def test_the_recorded_data_dir_is_used_when_its_files_hash_as_recorded(
     notes = [line for line in err.splitlines() if "items rebuilt" in line]
     assert len(notes) == 3  # one per task, on stderr (stdout stays JSON)
     assert notes[0] == (
-        f"aqua-score: aqua_animal: items rebuilt from the data_dir the run recorded, "
+        f"aqua score: aqua_animal: items rebuilt from the data_dir the run recorded, "
         f"{released_dir} ({TRACK_FILE_STEMS['animal']}.json matches the recorded SHA-256)"
     )
     recorded = json.loads(out)
-    assert recorded["notes"] == [n.removeprefix("aqua-score: ") for n in notes]
+    assert recorded["notes"] == [n.removeprefix("aqua score: ") for n in notes]
     code, given, _ = score(capsys, str(run), "--data-dir", str(released_dir))
     assert code == 0 and json.loads(given)["results"] == recorded["results"]
     assert json.loads(given)["notes"] == []
@@ -73,7 +73,7 @@ def test_the_recorded_data_dir_is_used_when_its_files_hash_as_recorded(
     code = cli_regress.main(["--baseline", str(run), "--candidate", str(run), *SCORE])
     out, err = capsys.readouterr()
     assert code == 0 and json.loads(out)["status"] == "ok"
-    assert f"aqua-regress: {recorded['notes'][0]}" in err.splitlines()
+    assert f"aqua regress: {recorded['notes'][0]}" in err.splitlines()
     items = tmp_path / "items.jsonl"
     assert cli_orca_items.main([str(run / ANIMAL), "--output", str(items)]) == 0
     assert recorded["notes"][0] in capsys.readouterr().err

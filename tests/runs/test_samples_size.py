@@ -31,7 +31,8 @@ def test_a_1440_item_track_logs_compact_outcomes_under_every_metric(
     metadata = {"data_dir": str(released_dir), "audio_root": str(released_audio_root)}
     proc = subprocess.run(
         [
-            str(BIN / "aqua-eval"),
+            str(BIN / "aqua"),
+            "eval",
             "--model",
             "aqua-first-option",
             "--tasks",

@@ -120,7 +120,7 @@ def test_the_report_reads_the_same_figures_from_the_run_and_from_its_aqua_score_
     assert from_run.intervals == scores.intervals
     assert from_json.intervals["aqua"]["acc"] == scores.intervals["aqua"]["acc"]
     assert "ca_aad" not in from_json.intervals["aqua_animal"]  # undefined: left out
-    assert from_json.harness == "aqua-score --json of lm-eval"
+    assert from_json.harness == "aqua score --json of lm-eval"
 
 
 def _outcomes(task_clips: list[tuple[str, str, bool]]) -> list[ItemOutcome]:

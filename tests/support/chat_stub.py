@@ -80,7 +80,7 @@ class StubConfig:
     always_fail: Mapping[str, int] = field(default_factory=dict)
     stall_seconds: float = 2.0  # how long a "timeout" action keeps the client waiting
     hold_after: int | None = None  # after this many replies, hold further requests
-    require_audio: bool = True  # False: text-only chats are served too (aqua-build's IAQD)
+    require_audio: bool = True  # False: text-only chats are served too (aqua build's IAQD)
 
 
 class StubState:

@@ -7,7 +7,7 @@ checkpoint can be downloaded:
 
     python tests/support/tiny_audio_lm.py OUT_DIR
     python tests/support/tiny_audio_lm.py OUT_DIR --omni   # a Qwen2.5-Omni thinker
-    python tests/support/tiny_audio_lm.py OUT_DIR --chat   # text chat (aqua-build --iaqd hf)
+    python tests/support/tiny_audio_lm.py OUT_DIR --chat   # text chat (aqua build --iaqd hf)
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def build_tiny_omni_thinker(out_dir: str | Path, seed: int = 0) -> Path:
     return out
 
 
-# Qwen2's ChatML format for text chats (what `aqua-build --iaqd hf` sends a local model).
+# Qwen2's ChatML format for text chats (what `aqua build --iaqd hf` sends a local model).
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
     "<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
@@ -261,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     kind.add_argument(
         "--chat",
         action="store_true",
-        help="a text-only chat model (for a dry run of aqua-build --iaqd hf)",
+        help="a text-only chat model (for a dry run of aqua build --iaqd hf)",
     )
     return parser
 

@@ -1,4 +1,4 @@
-"""A self-contained AQUA run (behind `aqua-demo`): built-in questions and synthesized audio."""
+"""A self-contained AQUA run (behind `aqua demo`): built-in questions and synthesized audio."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def run_demo(out: Path, clips_per_class: int = 2, models: Sequence[str] = DEMO_M
     """Evaluate the baselines on the demo data with lm-eval; returns results per model.
 
     The models must be registered first (`eval_plugins.lm_eval.registration.register_all()`,
-    as `aqua-demo` does).
+    as `aqua demo` does).
     """
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager

@@ -6,7 +6,7 @@ as a float marked higher-is-better. `fix_aqua_results` rewrites, from the per-it
 
 - every all-tracks row (lm-eval's `aqua` group, or one added when only the tracks were
   selected, e.g. `--tasks 'aqua_*'`; `aqua-cot` and the like for ablations) pooled over
-  clips by the scoring pipeline `aqua-score` uses (`aqua_tasks.runs.scoring.row_figures`),
+  clips by the scoring pipeline `aqua score` uses (`aqua_tasks.runs.scoring.row_figures`),
   with its counts;
 - a standard error for every rate: binomial for accuracies, clip bootstrap for CA;
 - counts as integers with no direction and no standard error.
