@@ -78,6 +78,27 @@ class RetryPolicy:
                 "0 <= backoff_base <= backoff_max (seconds)"
             )
 
+    def silent_server_seconds(self, timeout: float) -> float:
+        """The longest one request waits on a server that accepts it and never answers:
+        every try times out, with the longest backoff between tries."""
+        waits = (min(self.backoff_max, self.backoff_base * 2**k) for k in range(self.max_retries))
+        return (self.max_retries + 1) * timeout + sum(waits)
+
+
+# A reply slower than this is a wait worth explaining (a chat reply takes seconds at most).
+WAIT_NOTED_AFTER = 10.0
+
+
+def waiting_line(who: str, where: str, timeout: float, policy: RetryPolicy) -> str:
+    """Said once when a client starts waiting on a reply: how long a silent server can hold it."""
+    bound = policy.silent_server_seconds(timeout)
+    said = f"{bound:.0f} s" if bound < 120 else f"{bound / 60:.1f} min"
+    return (
+        f"{who}: waiting for {where}; a server that never answers is given up after at most "
+        f"{said} per request (timeout {timeout:g} s × {policy.max_retries + 1} "
+        "tries, with backoff; lower `timeout` or `max_retries` to give up sooner); Ctrl-C stops"
+    )
+
 
 def redact(text: str, secret: str | None) -> str:
     """`text` with every occurrence of `secret` replaced (nothing to do without a secret)."""

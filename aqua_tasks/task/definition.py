@@ -97,9 +97,10 @@ def build_docs(
         # (never a key: only the name of its variable), so `process_results` can ask it.
         run |= {k: manifest[k] for k in FALLBACK_MANIFEST_FIELDS}
         run["fallback"] = settings_text(fallback)
-        # Opened now, before any generation: every setting's type, a local model's folder
-        # and the cache's folder are checked here, not after the last reply.
-        reader_for(run["fallback"])
+        # Opened and asked one test reply now, before any generation: every setting's type,
+        # a local model's folder, the cache's folder, the key, the model and the reply form
+        # are checked here, not after the last reply.
+        reader_for(run["fallback"]).check_endpoint()
     settings = settings or {}
     with_audio = audio_enabled(settings)
     roots = AudioRoots.from_settings(settings)
@@ -199,7 +200,8 @@ def read_unparsed(pairs: Sequence[tuple[Mapping, str]]) -> int:
     """Ask the fallback, in one concurrent batch per model, for every (doc, reply) of a
     fallback run the rules leave unparsed; the readings wait for `process_results`.
 
-    Returns how many replies were sent. EndpointError when every request failed.
+    Returns how many replies were sent. A reader that fails here stops asking and leaves
+    the replies it did not read unparsed (`fallback.FallbackReader.read_many`).
     """
     batches: dict[str, list[tuple[Sequence[str], str]]] = {}
     for doc, reply in pairs:

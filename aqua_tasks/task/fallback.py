@@ -11,9 +11,15 @@ disk by model and settings + prompt version + endpoint + options + reply, so a r
 nothing for them; a failed reading (transport, or invalid replies to every ask) is never
 cached, so a rerun asks again and its outcome never depends on the cache's state. A cached
 reading is checked as a fresh one (this prompt version, a code for one of the reply's
-options): one that fails is counted and asked again. A server that refuses every request
-(401/403/404, never reached), or a batch whose every request failed, stops with one line
-that says which (no answer, or unusable replies).
+options): one that fails is counted and asked again.
+
+Generation comes first and is the expensive part, so the endpoint is checked before it: one
+small question (`check_endpoint`: key, model, reply form) when the docs are built, and a run
+whose reader cannot read stops there with one line. A reader that still fails after
+generation (the server refuses every request, or every request of a batch failed) never
+loses a reply: it stops asking, every reply it did not read counts as a failed fallback
+(`n_fallback_failed`, left unparsed), lm-eval writes its samples, and `failures()` gives the
+line `aqua eval` ends with (exit 1) and plain lm_eval logs.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from aqua_tasks.core.extract.fallback import (
     FALLBACK_PROMPT_VERSION,
     NONE,
     OPTION_CODES_START,
+    PROBE_OPTIONS,
+    PROBE_REPLY,
     fallback_messages,
     re_ask,
     read_fallback_reply,
@@ -38,7 +46,7 @@ from aqua_tasks.core.extract.fallback import (
 from aqua_tasks.errors import EndpointError
 from eval_common.concurrent_calls import run_calls
 from eval_common.durable_jsonl import cache_root
-from eval_common.http import RequestFailure, redact
+from eval_common.http import WAIT_NOTED_AFTER, RequestFailure, redact, waiting_line
 from eval_common.reply_cache import ReplyCache, cache_file_name, cache_key, cache_note
 from orca_judge.prompted.backends import ChatBackend, make_backend
 from orca_judge.prompted.settings import LlmJudgeSettings, build_settings
@@ -54,6 +62,7 @@ class FallbackStats:
     from_cache: int = 0
     failed: int = 0  # invalid after every ask, or the request failed
     failed_unusable: int = 0  # of those: invalid replies to every ask (the server answered)
+    unread: int = 0  # of those: not asked at all, the reader having failed before
     invalid_replies: int = 0
     requests: int = 0
 
@@ -101,8 +110,36 @@ class FallbackReader:
         # `process_results` failed to read is not asked again item by item.
         self._memory: dict[str, int] = {}
         self._minutes_noted = 0
+        self._bound_said = False  # the silent-server bound, said once
         self._lock = threading.Lock()
         self._reached = threading.Event()
+        self.checked = False
+        # Why the reader stopped asking, once it failed after generation (None: it reads).
+        self.broken: str | None = None
+
+    def check_endpoint(self) -> None:
+        """EndpointError unless the model reads one small test reply in the form asked for:
+        called before any generation, so a wrong key, model or reader costs no reply."""
+        if self.checked:
+            return
+        messages = fallback_messages(PROBE_OPTIONS, PROBE_REPLY)
+        problem = ""
+        for _ in range(self.settings.max_attempts):
+            try:
+                answer = self.backend.complete(messages, threading.Event())
+            except RequestFailure as failure:
+                raise self._endpoint_error(failure.message, failure.status) from None
+            read = read_fallback_reply(answer.text, len(PROBE_OPTIONS))
+            if read.reading is not None:
+                self.checked = True
+                return
+            problem = str(read.problem)
+            messages = re_ask(messages, answer.text, problem)
+        raise EndpointError(
+            f"LLM fallback: {self.settings.model!r} answered the test reply checked before "
+            f"generation {self.settings.max_attempts} times, never in the form asked for "
+            f"({problem}); choose a model that follows the JSON instruction"
+        )
 
     def key(self, options: Sequence[str], reply: str) -> str:
         """The cache key: model and settings, prompt version, endpoint, options, reply."""
@@ -122,6 +159,11 @@ class FallbackReader:
         with self._lock:
             if key in self._memory:
                 return self._memory[key]
+            if self.broken is not None:  # failed before: the reply stays unparsed, unasked
+                self.stats.failed += 1
+                self.stats.unread += 1
+                self._memory[key] = FAILED
+                return FAILED
         cached = self.cache.get(key) if self.cache is not None else None
         if cached is not None and cached["reading"] >= OPTION_CODES_START + len(options):
             self.cache.refuse(key, f"reading {cached['reading']} for {len(options)} options")
@@ -169,39 +211,62 @@ class FallbackReader:
     ) -> list[int]:
         """One fallback code per (options, reply), in order, asked concurrently.
 
-        EndpointError when the server refuses every request, or (`all_failed_is_error`) when
-        every request of the batch failed: a run then stops once, not item by item.
+        When the server refuses every request, or (`all_failed_is_error`) every request of the
+        batch failed, the reader stops asking (`broken`, said once on stderr): this batch's
+        and every later unread reply reads FAILED, so the run ends with all its replies kept.
         """
         stop = threading.Event()
         failed_before, asked_before = self.stats.failed, self.stats.asked
         unusable_before = self.stats.failed_unusable
         workers = 1 if self.settings.backend == "hf" else self.settings.concurrency
+        calls = [functools.partial(self._ask, options, reply, stop) for options, reply in pairs]
         try:
             readings = run_calls(
-                [functools.partial(self._ask, options, reply, stop) for options, reply in pairs],
-                workers,
-                stop,
-                on_wait=self._note_waiting,
-                abort=self.backend.close,
+                calls, workers, stop, on_wait=self._note_waiting, abort=self.backend.close
             )
         except RequestFailure as failure:
-            raise self._endpoint_error(failure.message, failure.status) from None
+            self._stop_asking(self._endpoint_error(failure.message, failure.status))
+            return [call() for call in calls]  # read ones from memory, the others FAILED
         asked = self.stats.asked - asked_before
         if all_failed_is_error and asked > 1 and self.stats.failed - failed_before == asked:
             unusable = self.stats.failed_unusable - unusable_before
             if unusable == asked:
-                raise EndpointError(
+                self._stop_asking(EndpointError(
                     f"LLM fallback: {self.settings.model!r} answered all {asked} replies it was "
                     f"asked to read, but never in the form asked for ({self.settings.max_attempts}"
-                    " asks each); choose a model that follows the JSON instruction (nothing was "
-                    "cached: a rerun asks again)"
+                    " asks each); choose a model that follows the JSON instruction"
+                ))  # fmt: skip
+            else:
+                self._stop_asking(
+                    self._endpoint_error(f"all {asked} fallback requests failed", None)
                 )
-            raise self._endpoint_error(f"all {asked} fallback requests failed", None)
         return readings
+
+    def _stop_asking(self, error: EndpointError) -> None:
+        with self._lock:
+            if self.broken is not None:
+                return
+            self.broken = str(error)
+        print(f"{error}; {KEPT}", file=sys.stderr)
+
+    def failure(self) -> str | None:
+        """The line a run ends with when this reader failed after generation, else None."""
+        if self.broken is None:
+            return None
+        return (
+            f"{self.broken}; {self.stats.failed} replies left unparsed (n_fallback_failed); {KEPT}"
+        )
 
     def _note_waiting(self, seconds: float) -> None:
         """Every minute without a reading, one line on stderr: the run is waiting, not stuck."""
         minute = int(seconds // 60)
+        policy = getattr(self.backend, "policy", None)  # a local model has no network wait
+        if policy is not None and seconds >= WAIT_NOTED_AFTER and not self._bound_said:
+            self._bound_said = True
+            where = self.settings.endpoint() or self.settings.model
+            print(
+                waiting_line("LLM fallback", where, self.settings.timeout, policy), file=sys.stderr
+            )
         if minute > self._minutes_noted:
             self._minutes_noted = minute
             print(
@@ -232,6 +297,13 @@ class FallbackReader:
         )
 
 
+# What a reader that failed after generation leaves: every reply, and a way to read them.
+KEPT = (
+    "the replies are kept in the samples: read them again without generating with "
+    "--model aqua-replay --model_args path=<this run's --output_path> and the same --tasks and "
+    "--metadata (readings already made are cached)"
+)
+
 _READERS: dict[str, FallbackReader] = {}
 _READERS_LOCK = threading.Lock()
 
@@ -243,3 +315,10 @@ def reader_for(settings: str | Mapping) -> FallbackReader:
         if text not in _READERS:
             _READERS[text] = FallbackReader(json.loads(text))
         return _READERS[text]
+
+
+def failures() -> list[str]:
+    """The lines of this process's readers that failed after generation (see `failure`)."""
+    with _READERS_LOCK:
+        readers = list(_READERS.values())
+    return [line for reader in readers if (line := reader.failure()) is not None]

@@ -11,7 +11,13 @@ from aqua_tasks.errors import AquaDataError
 from eval_common.cli import RESUMES, command, fail
 from eval_plugins.lm_eval.aqua.task_index import indexing_for
 from eval_plugins.lm_eval.aqua.user_tasks import check_user_task_yamls
-from eval_plugins.lm_eval.cli_run import check_loggers, command_line_run, harness_refusal, report
+from eval_plugins.lm_eval.cli_run import (
+    check_loggers,
+    command_line_run,
+    harness_refusal,
+    report,
+    report_failures,
+)
 from eval_plugins.lm_eval.compat import lm_eval_problem, scoring_pipeline
 from eval_plugins.lm_eval.harness_errors import json_flag_problem
 from eval_plugins.lm_eval.registration import install_task_folder, register_all
@@ -111,7 +117,7 @@ def run_cli(argv: list[str]) -> int:
     output = flag_value(argv, "--output_path", "-o")
     if output and ("--log_samples" in argv or "-s" in argv):
         print_pooled_table(Path(output))
-    return 0
+    return report_failures(record, PROG)
 
 
 def requested(argv: Sequence[str]) -> argparse.Namespace:

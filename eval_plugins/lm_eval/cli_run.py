@@ -148,6 +148,18 @@ def report(record: CliRun, prog: str) -> int:
         table = paper_table(results)
         if table:
             print(f"\nAQUA-Bench (paper layout, %):\n{table}")
-    for message in record.failures:
+    return report_failures(record, prog)
+
+
+def report_failures(record: CliRun, prog: str) -> int:
+    """Repeat the judge failures and those of an LLM fallback that failed after generation
+    (its replies kept in the samples) at the end of the run; exit status 1 if any."""
+    import sys
+
+    messages = list(record.failures)
+    # No reader was made unless the module was loaded: nothing to import for other runs.
+    if (fallback := sys.modules.get("aqua_tasks.task.fallback")) is not None:
+        messages += fallback.failures()
+    for message in messages:
         fail(prog, message)
-    return 1 if record.failures else 0
+    return 1 if messages else 0

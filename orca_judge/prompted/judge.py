@@ -28,7 +28,7 @@ from typing import Any
 from eval_common.cli import progress
 from eval_common.concurrent_calls import run_calls
 from eval_common.durable_jsonl import cache_root
-from eval_common.http import RequestFailure, redact
+from eval_common.http import WAIT_NOTED_AFTER, RequestFailure, redact, waiting_line
 from eval_common.reply_cache import (
     ReplyCache,
     cache_file_name,
@@ -133,6 +133,7 @@ class PromptedJudge:
             )
         self.stats = JudgeStats()
         self._minutes_noted = 0
+        self._bound_said = False  # the silent-server bound, said once
         self._lock = threading.Lock()
         self._reached = threading.Event()
 
@@ -248,9 +249,14 @@ class PromptedJudge:
         note = f"waiting {seconds:.0f} s for a reply; retries {said}"
         bar.set_postfix_str(note)
         minute = int(seconds // 60)
+        where = self.settings.endpoint() or self.settings.model
+        policy = getattr(self.backend, "policy", None)  # a local model has no network wait
+        if policy is not None and seconds >= WAIT_NOTED_AFTER and not self._bound_said:
+            self._bound_said = True
+            line = waiting_line("llm-judge", where, self.settings.timeout, policy)
+            print(line, file=sys.stderr)
         if minute > self._minutes_noted:
             self._minutes_noted = minute
-            where = self.settings.endpoint() or self.settings.model
             print(
                 f"llm-judge: no judgement from {where} for {seconds:.0f} s (timeout "
                 f"{self.settings.timeout:g} s, {self.settings.max_retries} retries per ask); "

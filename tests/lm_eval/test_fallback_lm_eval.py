@@ -6,11 +6,14 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from fallback_fixtures import BROKEN, LIMIT, start_fallback_stub, write_fallback_replies
-from support.chat_stub import stub_url
+from support.chat_stub import StubConfig, stand_in_reading, start_stub, stub_url
+
+from aqua_tasks.core.extract.fallback import PROBE_REPLY
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -28,12 +31,13 @@ def stub():
     server.shutdown()
 
 
-def run_cli(*args: object, cache: Path) -> subprocess.CompletedProcess:
+def run_cli(*args: object, cache: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
         "HF_DATASETS_OFFLINE": "1",
         "AQUA_CACHE_DIR": str(cache),
+        **(env or {}),
     }
     return subprocess.run(
         [str(a) for a in args], capture_output=True, text=True, timeout=600, env=env
@@ -136,7 +140,10 @@ def test_fallback_requests_retry_a_429_and_re_ask_an_invalid_reply(runs):
 
 
 def test_a_rerun_asks_only_what_failed_in_transport(runs):
-    assert runs["rerun_texts"] and all(BROKEN in text for text in runs["rerun_texts"])
+    # Besides the test reply every run's reader answers before generation.
+    asked = [text for text in runs["rerun_texts"] if PROBE_REPLY not in text]
+    assert len(asked) == len(runs["rerun_texts"]) - 1
+    assert asked and all(BROKEN in text for text in asked)
     rerun = _results(runs["root"] / "rerun")["results"]["aqua_animal"]
     assert rerun["n_fallback,none"] == 3 and rerun["n_fallback_failed,none"] == 1
 
@@ -190,3 +197,122 @@ def test_regress_refuses_a_rules_only_baseline_against_a_fallback_run(runs):
         cache=runs["cache"],
     )
     assert same.returncode == 0, same.stderr
+
+
+# Markers of the five replies the rules leave unparsed (the empty one is never sent); the
+# test reply checked before generation has none of them.
+UNPARSED_MARKERS = ("Maybe", "Hard to say", "Hmm, no idea", "lol")
+
+
+def _stand_in(request) -> str:
+    return stand_in_reading(request.text)
+
+
+def _prose_after_the_test_reply(request) -> str:
+    if PROBE_REPLY in request.text:
+        return stand_in_reading(request.text)
+    return "I think the animal in the clip is a dog, most likely."
+
+
+@pytest.fixture(scope="module")
+def failing_readers(tmp_path_factory, saved_replies, released_dir):
+    """Runs whose fallback reader fails: before generation (401; prose) and after it."""
+    root = tmp_path_factory.mktemp("failing_readers")
+    stubs = {
+        "key": StubConfig(require_audio=False, api_key="right", reply=_stand_in),
+        "prose": StubConfig(require_audio=False, reply=lambda request: "It is surely a dog."),
+        "key_later": StubConfig(
+            require_audio=False,
+            reply=_stand_in,
+            always_fail=dict.fromkeys(UNPARSED_MARKERS, 401),
+        ),
+        "prose_later": StubConfig(require_audio=False, reply=_prose_after_the_test_reply),
+    }
+    servers = {name: start_stub(config)[0] for name, config in stubs.items()}
+    commands = {
+        (name, prog): [
+            *([BIN / "aqua", "eval"] if prog == "aqua" else [BIN / "lm_eval"]),
+            "--model",
+            "aqua-replay",
+            "--model_args",
+            f"path={saved_replies}",
+            "--tasks",
+            "aqua_animal",
+            "--limit",
+            LIMIT,
+            "--log_samples",
+            "--output_path",
+            root / f"{name}-{prog}",
+            "--metadata",
+            json.dumps(
+                {
+                    "data_dir": str(released_dir),
+                    "audio": False,
+                    "extractor": "aqua-rules+llm",
+                    "fallback": {
+                        "base_url": stub_url(server),
+                        "model": "stub-reader",
+                        "max_retries": 0,
+                        "api_key_env": "STUB_KEY",
+                    },
+                }
+            ),
+        ]
+        for name, server in servers.items()
+        for prog in ("aqua", "lm_eval")
+        if prog == "aqua" or name == "key_later"
+    }
+    env = {"STUB_KEY": "wrong"}
+    try:
+        with ThreadPoolExecutor(len(commands)) as pool:
+            futures = {
+                key: pool.submit(run_cli, *argv, cache=root / "cache", env=env)
+                for key, argv in commands.items()
+            }
+            procs = {key: future.result() for key, future in futures.items()}
+    finally:
+        for server in servers.values():
+            server.shutdown()
+    return root, procs
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("key", "failed: HTTP 401"),
+        ("prose", "answered the test reply checked before generation 3 times, never in the form"),
+    ],
+)
+def test_a_reader_that_cannot_read_stops_the_run_before_any_generation(
+    failing_readers, name, expected
+):
+    root, procs = failing_readers
+    proc = procs[(name, "aqua")]
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Running generate_until requests" not in proc.stderr
+    assert not (root / f"{name}-aqua").exists()
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("aqua eval: error: LLM fallback: ") and expected in last, last
+
+
+@pytest.mark.parametrize(
+    ("name", "prog", "status"),
+    [("key_later", "aqua", 1), ("key_later", "lm_eval", 0), ("prose_later", "aqua", 1)],
+)
+def test_a_reader_that_fails_after_generation_loses_no_reply(failing_readers, name, prog, status):
+    root, procs = failing_readers
+    proc = procs[(name, prog)]
+    assert proc.returncode == status, proc.stderr[-3000:]
+    samples = _samples(root / f"{name}-{prog}")
+    assert len(samples) == int(LIMIT)
+    assert sorted(i for i, s in samples.items() if s["n_fallback"]) == [0, 1, 5, 9, 13]
+    assert {s["n_fallback"] for s in samples.values() if s["n_fallback"]} == {1}  # failed
+    row = _results(root / f"{name}-{prog}")["results"]["aqua_animal"]
+    assert row["n_fallback_failed,none"] == 5 and row["n_fallback,none"] == 0
+    assert row["unparsed_rate,none"] == pytest.approx(6 / int(LIMIT))
+    kept = "the replies are kept in the samples: read them again without generating"
+    assert kept in proc.stderr
+    if prog == "aqua":
+        last = proc.stderr.strip().splitlines()[-1]
+        assert last.startswith("aqua eval: error: LLM fallback: ") and kept in last
+        assert "5 replies left unparsed (n_fallback_failed)" in last

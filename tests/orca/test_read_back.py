@@ -177,6 +177,22 @@ def test_ctrl_c_stops_a_judge_waiting_on_a_silent_server_within_seconds(silent_s
     assert time.monotonic() - started < 30  # the process exited too
 
 
+def test_a_wait_on_a_silent_server_says_its_bound_and_keeps_it(silent_server, monkeypatch, capsys):
+    import aqua_tasks.task.fallback as fallback
+
+    monkeypatch.setattr(fallback, "WAIT_NOTED_AFTER", 0.5)
+    # Long enough for the first look at the wait (every 5 s).
+    settings = {"base_url": silent_server, "model": "m", "timeout": 3, "max_retries": 1}
+    reader = FallbackReader({**settings, "cache": False})
+    started = time.monotonic()
+    assert reader.read_many([(["dog", "cat"], "hmm")]) == [FAILED]
+    waited = time.monotonic() - started
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if "given up after" in x]
+    bound = float(line.split("at most ")[1].split(" s ")[0])
+    assert bound == 7 and 6 <= waited <= bound + 1  # 2 tries of 3 s, a backoff of at most 1 s
+    assert "timeout 3 s × 2 tries" in line and line.startswith("LLM fallback: waiting for ")
+
+
 def test_a_run_that_waits_says_so(silent_server):
     waited: list[float] = []
     stop = threading.Event()
@@ -212,14 +228,21 @@ def test_a_cached_fallback_reading_out_of_range_is_asked_again(tmp_path):
     server.shutdown()
 
 
-def test_a_fallback_model_that_never_answers_in_form_stops_the_same_way_on_a_rerun(tmp_path):
+def test_a_fallback_model_that_never_answers_in_form_fails_the_same_way_on_a_rerun(tmp_path):
     server, state = start_stub(StubConfig(require_audio=False, reply=lambda _: "It is b."))
     url = stub_url(server)
     pairs = [(["dog", "cat"], f"hmm {n}") for n in range(3)]
+    more = [(["dog", "cat"], "hmm, later")]
     for _ in range(2):  # nothing cached: the rerun fails as the first run did
+        reader = Reader(url, tmp_path, max_attempts=1).reader
         with pytest.raises(EndpointError, match="never in the form asked for"):
-            Reader(url, tmp_path, max_attempts=1).reader.read_many(pairs, all_failed_is_error=True)
-    assert len(state.requests) == 6
+            reader.check_endpoint()  # before generation: the run stops there
+        assert reader.read_many(pairs, all_failed_is_error=True) == [FAILED] * 3
+        # After generation it stops asking; every reply kept, unread ones FAILED too.
+        assert reader.read_many(more) == [FAILED] and reader.stats.unread == 1
+        line = reader.failure()
+        assert "never in the form asked for" in line and "4 replies left unparsed" in line
+    assert len(state.requests) == 2 * (1 + 3)
     server.shutdown()
 
 

@@ -58,6 +58,9 @@ RETRY_PROMPT = "That reply is not usable ({reason}). Reply again with JSON only,
 # every re-ask, or the request failed), 2 none, 3 refusal, 4 rejection, 5 + i option i.
 NOT_ASKED, FAILED, NONE, REFUSAL, REJECTION = range(5)
 OPTION_CODES_START = 5
+# The test question a run's reader answers before any generation (key, model, reply form).
+PROBE_OPTIONS = ("a dog barking", "a cat meowing")
+PROBE_REPLY = "Listening again, I am fairly sure it is (b), a cat meowing."
 WORDS = {"none": NONE, "refusal": REFUSAL, "rejection": REJECTION}
 
 
