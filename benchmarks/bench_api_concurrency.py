@@ -1,8 +1,8 @@
 """`openai-audio-chat` wall time at num_concurrent=1 vs 8 against a local server with latency.
 
-The server (`support.chat_stub`, HTTP/1.1 keep-alive) runs in a process of its
-own, as a model server does, so its work does not compete with the client's; it decodes
-and checks every clip and answers after a fixed delay, standing in for a model server's
+The server (`ClipServer` below, HTTP/1.1 keep-alive) runs in a process of its own, as a model
+server does, so its work does not compete with the client's; it decodes and checks every clip
+(a 16 kHz mono WAV) and answers after a fixed delay, standing in for a model server's
 per-request latency. The client's reply cache is off so every request is sent. As in an
 AQUA run, each clip is asked `--questions-per-clip` questions one after the other (AQUA's
 Solvable, AAD, IASD and IAQD: 4); every timed run starts with a fresh client, so the
@@ -18,14 +18,18 @@ median wall times of `--repeats` interleaved runs, the speed-up and its ratio to
 from __future__ import annotations
 
 import argparse
+import base64
+import io
 import json
 import multiprocessing
 import statistics
-import sys
 import tempfile
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import soundfile as sf
@@ -35,11 +39,51 @@ from aqua_tasks.audio.clips import LazyAudio
 from aqua_tasks.models.api.client import OpenAIAudioChatLM
 from eval_common.cli import number_problem
 
-# The local chat stub is a test helper (tests/support/), not part of the installed package.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from support.chat_stub import StubConfig, start_stub, stub_url
-
 CONCURRENT = 8
+MESSAGE = {"role": "assistant", "content": "The answer is (a)."}
+REPLY = json.dumps({"choices": [{"index": 0, "message": MESSAGE, "finish_reason": "stop"}]})
+
+
+class ClipServer(BaseHTTPRequestHandler):
+    """A chat-completions endpoint that checks every clip, waits `latency` s and answers (a)."""
+
+    latency = 0.0
+    problems: ClassVar[list[str]] = []  # requests without a 16 kHz mono WAV, and why
+    # Keep-alive, as model servers speak; without TCP_NODELAY (which they set) a kept
+    # connection waits for the client's delayed ACK, 40 ms, between headers and body.
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        parts = body["messages"][-1]["content"]
+        clips = [p["input_audio"]["data"] for p in parts if p.get("type") == "input_audio"]
+        for clip in clips or [None]:
+            self._check(clip)
+        time.sleep(self.latency)
+        data = REPLY.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _check(self, clip: str | None) -> None:
+        if clip is None:
+            self.problems.append("request carries no input_audio part")
+            return
+        try:
+            with sf.SoundFile(io.BytesIO(base64.b64decode(clip))) as audio:
+                audio.read()  # decoded, as a model server does
+                found = (audio.format, audio.samplerate, audio.channels)
+        except (ValueError, RuntimeError) as error:  # soundfile's errors are RuntimeErrors
+            self.problems.append(f"clip is not readable audio: {error}")
+            return
+        if found != ("WAV", 16000, 1):
+            self.problems.append(f"clip is (format, Hz, channels) {found}, not ('WAV', 16000, 1)")
 
 
 def build_requests(
@@ -71,11 +115,14 @@ def build_requests(
 
 def serve(latency: float, pipe: Connection) -> None:
     """In the server's process: serve until told to stop, then report the audio problems."""
-    server, state = start_stub(StubConfig(latency=latency))
-    pipe.send(stub_url(server))
+    ClipServer.latency = latency
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ClipServer)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    pipe.send(f"http://127.0.0.1:{server.server_address[1]}/v1/chat/completions")
     pipe.recv()
     server.shutdown()
-    pipe.send(state.problems[:3])
+    pipe.send(ClipServer.problems[:3])
 
 
 def timed_run(url: str, requests: list[Instance], num_concurrent: int) -> float:

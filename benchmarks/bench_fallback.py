@@ -3,10 +3,11 @@
 Builds, from the released Animal items, replies of kinds `aqua-rules` leaves unparsed —
 short leans (`Maybe a dog.`), hedges between two options, `I don't know`, capability
 refusals, chatter — keeps those the rules indeed leave unparsed, and reads them with the
-fallback against the local stand-in reader (`support.chat_stub.stand_in_reading`,
-a word matcher, not a model). It prints, per kind, how many the fallback read into an answer,
-how many of those chose the gold option, and requests and seconds; a second pass shows the
-cache. A real model's figures need a real endpoint: pass `--base-url` and `--model`.
+fallback. By default the reader is a stand-in in this process (`StandInReader`: a word
+matcher, not a model, so the seconds are the fallback's own cost: prompts, reading, cache).
+It prints, per kind, how many the fallback read into an answer, how many of those chose the
+gold option, and requests and seconds; a second pass shows the cache. A real model's figures
+need a real endpoint: pass `--base-url` and `--model`.
 
     python benchmarks/bench_fallback.py --data-dir DATA [--n 200] [--json]
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
+import re
 import tempfile
 import time
 from collections import Counter
@@ -31,11 +32,10 @@ from aqua_tasks.core.data import load_items
 from aqua_tasks.core.extract import extract
 from aqua_tasks.core.extract.fallback import apply_reading, is_fallback_read, needs_fallback
 from aqua_tasks.task.fallback import FallbackReader
+from orca_judge.prompted.backends import ChatReply, TransportStats
 
-# The local chat stub is a test helper (tests/support/), not part of the installed package.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from support.chat_stub import StubConfig, stand_in_reading, start_stub, stub_url
-
+# Names the stand-in in the reader's settings and cache key; never contacted.
+STAND_IN_URL = "http://stand-in.invalid/v1/chat/completions"
 KINDS = {
     "lean": lambda gold, other: f"Maybe a {gold.lower()}.",
     "hedge": lambda gold, other: f"It could be {gold.lower()} or {other.lower()}, hard to say.",
@@ -43,6 +43,42 @@ KINDS = {
     "refusal": lambda gold, other: "Sorry, I cannot hear audio.",
     "chatter": lambda gold, other: "lol ok",
 }
+
+
+class StandInReader:
+    """A fallback reader's backend that answers in this process, without a model.
+
+    It reads the prompt's options and the reply between `<<<` and `>>>`: the one option the
+    reply names (whole words, any case) is its letter; `none of`, `neither` or `not listed`
+    is a rejection; `cannot hear` / `can't hear` a refusal; anything else `none`.
+    """
+
+    secret = None
+
+    def __init__(self) -> None:
+        self.stats = TransportStats()
+
+    def complete(self, messages: list[dict[str, str]], stop: object) -> ChatReply:
+        text = messages[-1]["content"]
+        options = re.findall(r"^\(([a-z])\) (.+)$", text.partition("Reply:")[0], re.MULTILINE)
+        reply = text.partition("<<<")[2].partition(">>>")[0].lower()
+        named = [
+            letter
+            for letter, option in options
+            if re.search(rf"\b{re.escape(option.lower())}\b", reply)
+        ]
+        if len(named) == 1:
+            answer = named[0]
+        elif re.search(r"none of|neither|not listed", reply):
+            answer = "rejection"
+        elif re.search(r"cannot hear|can't hear", reply):
+            answer = "refusal"
+        else:
+            answer = "none"
+        return ChatReply(json.dumps({"answer": answer}))
+
+    def close(self) -> None:
+        pass
 
 
 def replies(data_dir: str, n: int, seed: int) -> list[tuple[str, object, str]]:
@@ -122,21 +158,15 @@ def main() -> None:
         cases = heldout_replies(args.heldout)
     else:
         cases = replies(args.data_dir, args.n, args.seed)
-    server = None
-    if args.base_url is None:
-        server, _ = start_stub(
-            StubConfig(require_audio=False, reply=lambda r: stand_in_reading(r.text))
-        )
-    url = args.base_url or stub_url(server)
     with tempfile.TemporaryDirectory() as cache:
-        settings = {"base_url": url, "model": args.model, "cache_dir": cache}
-        reader = FallbackReader(settings)
-        passes = {
-            "first": measure(reader, cases),
-            "cached": measure(FallbackReader(settings), cases),
-        }
-    if server is not None:
-        server.shutdown()
+        settings = {"base_url": args.base_url or STAND_IN_URL, "model": args.model}
+        settings["cache_dir"] = cache
+
+        def reader() -> FallbackReader:
+            """A fresh reader on the same cache: the stand-in, or the endpoint's backend."""
+            return FallbackReader(settings, StandInReader() if args.base_url is None else None)
+
+        passes = {"first": measure(reader(), cases), "cached": measure(reader(), cases)}
     if args.json:
         print(json.dumps(passes, indent=2))
         return

@@ -5,6 +5,11 @@ Optimised: base model only (no vocabulary logits), length-sorted batches, infere
 merged. Naive: causal-LM forward (vocabulary logits computed, hidden states requested), batches
 in input order, LoRA unmerged, autograd bookkeeping on (no_grad only).
 
+The memory sweep scores the `--data` items, repeated up to each size, with a judge on a
+2-layer, 64-wide random Llama that reads the backbone's tokenizer: what grows with the item
+count is the judge's bookkeeping, not the backbone's weights, and a small model keeps the
+largest size quick.
+
     python benchmarks/bench_orca_speed.py --backbone models/smollm2-135m [--items 32] [--json]
 """
 
@@ -119,33 +124,45 @@ def bench_training(
 
 
 _MEMORY_CHILD = """
-import json, sys
-sys.path.insert(0, {tests!r})
-from orca_fixtures import synthetic_items, tiny_trained_checkpoint
+import itertools, json, sys
+import torch
+from transformers import AutoTokenizer, LlamaConfig, LlamaModel
 from orca_judge import OrcaJudge
+from orca_judge.config import OrcaConfig
+from orca_judge.data import load_items
+from orca_judge.model import OrcaModel
 
 def rss_mb(key):
     for line in open("/proc/self/status"):
         if line.startswith(key):
             return int(line.split()[1]) / 1024
 
-judge = OrcaJudge.from_pretrained(tiny_trained_checkpoint())
-judge.score(synthetic_items(16, 7), batch_size=16)  # warm-up
-items = synthetic_items({n}, 7)
+backbone, data, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+tokenizer = AutoTokenizer.from_pretrained(backbone)
+torch.manual_seed(0)
+tiny = LlamaModel(LlamaConfig(
+    vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+))
+cfg = OrcaConfig(backbone=backbone)
+model = OrcaModel(tiny, cfg.likelihood, "last", 64)
+judge = OrcaJudge(model, tokenizer, cfg, backbone_fingerprint="random tiny Llama")
+items = load_items(data)
+judge.score(items[:16], batch_size=16)  # warm-up
+items = list(itertools.islice(itertools.cycle(items), n))
 open("/proc/self/clear_refs", "w").write("5")  # reset the peak to the current RSS
 before = rss_mb("VmRSS")
 judge.score(items, batch_size=16)
-print(json.dumps({{"items": {n}, "rss_before_mb": before, "peak_mb": rss_mb("VmHWM")}}))
+print(json.dumps({"items": n, "rss_before_mb": before, "peak_mb": rss_mb("VmHWM")}))
 """
 
 
-def bench_memory(sizes: list[int]) -> list[dict[str, float]]:
-    """Peak RSS while scoring n items with a tiny backbone, one fresh process per n."""
-    tests = str(Path(__file__).resolve().parents[1] / "tests")
+def bench_memory(backbone: str, data: Path, sizes: list[int]) -> list[dict[str, float]]:
+    """Peak RSS while scoring n items with a tiny judge, one fresh process per n."""
     rows = []
     for n in sizes:
         out = subprocess.run(
-            [sys.executable, "-c", _MEMORY_CHILD.format(tests=tests, n=n)],
+            [sys.executable, "-c", _MEMORY_CHILD, backbone, str(data), str(n)],
             capture_output=True,
             text=True,
             check=True,
@@ -178,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         results["training"] = bench_training(
             args.backbone, items[:n_train], cfg, args.batch_size, args.train_steps
         )
-    results["memory"] = bench_memory(args.memory_sizes)
+    results["memory"] = bench_memory(args.backbone, args.data, args.memory_sizes)
     print(json.dumps(results, indent=2 if not args.json else None))
     return 0
 
