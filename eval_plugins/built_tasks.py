@@ -15,6 +15,9 @@ from typing import Any
 ChooseMatches = Callable[[list[str], list[str], Any], list[str]]
 # Attribute of our wrapper, so that patching twice is a no-op.
 _FILTERS_MATCHES = "_filters_aqua_matches"
+# The private tables of a built task this module reads and writes: only while a judge is wired
+# into the task, which the evaluation seam of each harness does (declared there).
+JUDGE_TABLES = ("_metric_fn_list", "_metric_fn_kwargs", "_aggregation_list", "_higher_is_better")
 # The harnesses' name for the metric table entry of --predict_only runs.
 PREDICT_ONLY_METRIC = "bypass"
 

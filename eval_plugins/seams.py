@@ -1,6 +1,8 @@
 """Every patch of a harness internal is a seam: applied in full only on the exact tested version.
 
-A compat module declares each patch with `@seam(harness, does, required=...)`. On the version
+A compat module declares each patch with `@seam(harness, does, required=..., patches=...)`,
+naming every harness function it replaces and every private table it writes (the tests count
+them). On the version
 `eval_common.harness_versions.TESTED` names it runs. On any other release of the harness:
 
 - a skippable seam (`required=False`: the harness runs correctly without it, only less
@@ -32,6 +34,10 @@ class Seam(NamedTuple):
     name: str
     does: str
     required: bool
+    # The harness functions it replaces ("module.Class.function"), and the private tables of
+    # built tasks that the code it installs writes (`eval_plugins.built_tasks`).
+    patches: tuple[str, ...]
+    tables: tuple[str, ...] = ()
     tested: tuple[str, ...] = ()  # the versions it was tested on; () = the TESTED one
 
 
@@ -56,12 +62,19 @@ def skip_notice(seam: Seam, version: str | None) -> str | None:
 
 
 def seam(
-    harness: str, does: str, *, required: bool, tested: tuple[str, ...] = ()
+    harness: str,
+    does: str,
+    *,
+    required: bool,
+    patches: tuple[str, ...],
+    tables: tuple[str, ...] = (),
+    tested: tuple[str, ...] = (),
 ) -> Callable[[F], F]:
     """Declare a patch of `harness`: it runs on the tested version(s) only (see the module doc)."""
 
     def declare(patch: F) -> F:
-        entry = Seam(harness, f"{patch.__module__}.{patch.__name__}", does, required, tested)
+        name = f"{patch.__module__}.{patch.__name__}"
+        entry = Seam(harness, name, does, required, patches, tables, tested)
         SEAMS[entry.name] = entry
         noticed: list[bool] = []  # one line per seam and process
 

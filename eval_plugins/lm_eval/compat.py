@@ -101,6 +101,7 @@ def lm_eval_problem() -> str | None:
     "the AQUA tasks in every TaskManager (pass --include_path), unbuilt tracks left out of "
     "--tasks globs and --metadata checked before the model loads",
     required=False,
+    patches=("tasks.TaskManager.__init__", "tasks.TaskManager.match_tasks"),
     tested=BOTH_LINES,
 )
 def extend_task_manager(
@@ -177,6 +178,14 @@ HOOKS = EvaluationHooks()
     "judge sessions, the task and filter of every aggregation's values, and AQUA's pooled "
     "all-tracks rows",
     required=True,
+    patches=(
+        "evaluator.simple_evaluate",
+        "evaluator.evaluate",
+        "evaluator_utils._compute_task_aggregations",
+        # each judged task's own method, wrapped when the evaluation wires its judge
+        "api.task.ConfigurableTask.process_results",
+    ),
+    tables=built_tasks.JUDGE_TABLES,
 )
 def patch_evaluation(
     *,
@@ -290,7 +299,12 @@ def _wrap_task_aggregations(evaluator_utils: Any) -> None:
 # --- requests ------------------------------------------------------------------------------
 
 
-@seam(HARNESS, "--use_cache keys for audio requests", required=False)
+@seam(
+    HARNESS,
+    "--use_cache keys for audio requests",
+    required=False,
+    patches=(f"api.model.{CACHE_DEFAULT}",),
+)
 def patch_cache_keys() -> bool:
     """Make lm-eval's cache keys accept audio; True if its hook was found (idempotent).
 

@@ -46,7 +46,7 @@ from typing import Any
 
 from eval_common.evaluation import collecting, record, tracker_output_folder
 from eval_common.harness_versions import installed_version
-from eval_plugins.built_tasks import ChooseMatches, wrap_match_tasks
+from eval_plugins.built_tasks import JUDGE_TABLES, ChooseMatches, wrap_match_tasks
 from eval_plugins.seams import seam
 from orca_judge.errors import LlmJudgeError, OrcaMetricError
 from orca_judge.metric.aggregate import SitedValues
@@ -113,6 +113,14 @@ def _refuse_foreign(held: Any, ours: Callable, name: str, kind: str) -> None:
     HARNESS,
     "judge sessions, per-item judge files and each aggregation's task and filter",
     required=True,
+    patches=(
+        "evaluator.evaluate",
+        "evaluator.simple_evaluate",
+        "api.task.TaskOutput.calculate_aggregate_metric",
+        # each judged task's own method, wrapped when the evaluation wires its judge
+        "api.task.ConfigurableTask.process_results",
+    ),
+    tables=JUDGE_TABLES,
 )
 def patch_evaluation(evaluator: ModuleType, prepare: Prepare) -> None:
     """Each evaluate() in a fresh judge session after `prepare(task_dict)`, per-item judge files
@@ -199,6 +207,7 @@ def _wrap_task_output() -> None:
     HARNESS,
     "a failed run's non-zero exit status, and unbuilt tracks out of --tasks globs",
     required=True,
+    patches=("__main__.cli_evaluate_single", "tasks.TaskManager.match_tasks"),
 )
 def patch_cli(
     main: ModuleType,
