@@ -6,10 +6,45 @@ import json
 import os
 import random
 from pathlib import Path
+from typing import Any
 
 from shared_cache import shared_artefact
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+# A generate_until task as a third party writes one: two filters, exact_match and a judge.
+THIRD_PARTY_YAML = """\
+task: {name}
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: generate_until
+doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
+doc_to_target: "{{{{answer}}}}"
+generation_kwargs:
+  until: ["\\n"]
+  max_gen_toks: 32
+filter_list:
+  - name: whole
+    filter:
+      - function: take_first
+  - name: first_letter
+    filter:
+      - function: regex
+        regex_pattern: "(\\\\w)"
+      - function: take_first
+metric_list:
+  - metric: exact_match
+    aggregation: mean
+    higher_is_better: true
+  - metric: {metric}
+    checkpoint: {checkpoint}
+metadata:
+  version: 1.0
+"""
+
 
 QUALITY_WORDS = {1: "wrong", 2: "poor", 3: "fair", 4: "good", 5: "excellent"}
 SENTENCES = [
@@ -123,7 +158,9 @@ def tiny_gemma3_dir(multimodal: bool) -> Path:
     return shared_artefact(f"orca-gemma3-{kind}", lambda out: _save_tiny_gemma3(out, multimodal))
 
 
-def _save_tiny_gemma3(out: Path, multimodal: bool) -> None:
+def _save_tiny_gemma3(
+    out: Path, multimodal: bool, adds_bos: bool = False, **overrides: Any
+) -> None:
     import torch
     from transformers import (
         AutoTokenizer,
@@ -135,20 +172,29 @@ def _save_tiny_gemma3(out: Path, multimodal: bool) -> None:
     )
 
     tok = AutoTokenizer.from_pretrained(tiny_tokenizer_dir())
+    if adds_bos:  # as Gemma's own tokenizer does by default
+        from tokenizers import processors
+
+        tok.backend_tokenizer.post_processor = processors.TemplateProcessing(
+            single="<s> $A", special_tokens=[("<s>", tok.bos_token_id)]
+        )
+    shape = {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "sliding_window": 8,
+        "layer_types": ["sliding_attention", "full_attention"],
+        "max_position_embeddings": 1024,
+    }
     text = Gemma3TextConfig(
         vocab_size=len(tok),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        sliding_window=8,
-        layer_types=["sliding_attention", "full_attention"],
-        max_position_embeddings=1024,
         pad_token_id=tok.pad_token_id,
         bos_token_id=tok.bos_token_id,
         eos_token_id=tok.eos_token_id,
+        **{**shape, **overrides},
     )
     torch.manual_seed(0)
     if multimodal:
@@ -174,37 +220,13 @@ def tiny_gemma3_judge_backbone_dir() -> Path:
     """Gemma-3-270M's shape in miniature (random weights): a text-only Gemma3ForCausalLM with
     head_dim 32 ≠ hidden/heads (64/4), one KV head, tied embeddings, a sliding-window layer
     before a full one, and a tokenizer that adds BOS by default, as Gemma's does."""
-    return shared_artefact("orca-gemma3-judge", _save_tiny_gemma3_judge_backbone)
-
-
-def _save_tiny_gemma3_judge_backbone(out: Path) -> None:
-    import torch
-    from tokenizers import processors
-    from transformers import AutoTokenizer, Gemma3ForCausalLM, Gemma3TextConfig
-
-    tok = AutoTokenizer.from_pretrained(tiny_tokenizer_dir())
-    tok.backend_tokenizer.post_processor = processors.TemplateProcessing(
-        single="<s> $A", special_tokens=[("<s>", tok.bos_token_id)]
-    )
-    config = Gemma3TextConfig(
-        vocab_size=len(tok),
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=1,
-        head_dim=32,
-        sliding_window=8,
-        layer_types=["sliding_attention", "full_attention"],
-        max_position_embeddings=512,
-        tie_word_embeddings=True,
-        pad_token_id=tok.pad_token_id,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-    )
-    torch.manual_seed(0)
-    Gemma3ForCausalLM(config).save_pretrained(out)
-    tok.save_pretrained(out)
+    return shared_artefact(
+        "orca-gemma3-judge",
+        lambda out: _save_tiny_gemma3(
+            out, False, adds_bos=True, head_dim=32, num_key_value_heads=1, intermediate_size=96,
+            max_position_embeddings=512, tie_word_embeddings=True,
+        ),
+    )  # fmt: skip
 
 
 def write_reference_checkpoint(

@@ -12,7 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from orca_fixtures import synthetic_items, tiny_gemma3_judge_backbone_dir, write_jsonl
+from orca_fixtures import (
+    THIRD_PARTY_YAML,
+    synthetic_items,
+    tiny_gemma3_judge_backbone_dir,
+    write_jsonl,
+)
 
 from orca_judge import OrcaJudge
 from orca_judge.cli.main import main as orca
@@ -20,26 +25,6 @@ from orca_judge.judge import encode_item
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
-
-TASK = """\
-task: gemma_qa
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: generate_until
-doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
-doc_to_target: "{{{{answer}}}}"
-generation_kwargs:
-  until: ["\\n"]
-  max_gen_toks: 8
-metric_list:
-  - metric: orca
-    checkpoint: {checkpoint}
-metadata:
-  version: 1.0
-"""
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +85,10 @@ def test_metric_orca_in_a_real_lm_eval_run_scores_with_the_gemma_judge(trained):
         {"question": f"What is the bird singing {i}?", "answer": "the sun"} for i in range(4)
     ])  # fmt: skip
     (root / "tasks").mkdir()
-    (root / "tasks" / "gemma_qa.yaml").write_text(TASK.format(data=qa, checkpoint=trained["judge"]))
+    task = THIRD_PARTY_YAML.format(
+        name="gemma_qa", data=qa, metric="orca", checkpoint=trained["judge"]
+    )
+    (root / "tasks" / "gemma_qa.yaml").write_text(task)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     done = subprocess.run(
         [str(BIN / "lm_eval"), "--model", "dummy", "--tasks", "gemma_qa", "--include_path",
@@ -116,7 +104,7 @@ def test_metric_orca_in_a_real_lm_eval_run_scores_with_the_gemma_judge(trained):
           "candidate": "lol"} for i in range(4)]
     )  # fmt: skip
     mean = sum(p.clamped_unit for p in preds) / len(preds)
-    assert got["orca,none"] == pytest.approx(mean, abs=1e-5)
-    assert got["orca_disagreement,none"] == pytest.approx(
+    assert got["orca,whole"] == pytest.approx(mean, abs=1e-5)
+    assert got["orca_disagreement,whole"] == pytest.approx(
         sum(p.variance_unit for p in preds) / len(preds), abs=1e-5
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from orca_fixtures import synthetic_items, tiny_trained_checkpoint, write_jsonl
+from orca_fixtures import THIRD_PARTY_YAML, synthetic_items, tiny_trained_checkpoint, write_jsonl
 
 from aqua_tasks.runs.orca_items import orca_records, read_judge_samples
 from orca_judge.cli.score import main as orca_score
@@ -21,38 +21,6 @@ from orca_judge.metric.settings import OrcaMetricSettings, resolve_settings
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
 N_QA = 6
-
-THIRD_PARTY_YAML = """\
-task: {name}
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: generate_until
-doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
-doc_to_target: "{{{{answer}}}}"
-generation_kwargs:
-  until: ["\\n"]
-  max_gen_toks: 32
-filter_list:
-  - name: whole
-    filter:
-      - function: take_first
-  - name: first_letter
-    filter:
-      - function: regex
-        regex_pattern: "(\\\\w)"
-      - function: take_first
-metric_list:
-  - metric: exact_match
-    aggregation: mean
-    higher_is_better: true
-  - metric: {metric}
-    checkpoint: {checkpoint}
-metadata:
-  version: 1.0
-"""
 
 
 def run_cli(*args: object, env: dict | None = None) -> subprocess.CompletedProcess:
