@@ -11,6 +11,7 @@ from collections import OrderedDict, deque
 from pathlib import Path
 
 import pytest
+import tomllib
 from orca_fixtures import synthetic_items, tiny_trained_checkpoint, write_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,10 +73,10 @@ def test_entry_points_and_task_config_name_the_new_package():
         "eval_plugins.lm_eval.metric:orca",
         "eval_plugins.lm_eval.orca_human:OrcaReplayLM",
     }
+    entry_points = tomllib.loads(project)["project"]["entry-points"]
     named = {
-        line.split(" = ")[1].strip('"')
-        for line in project.splitlines()
-        if line.startswith(("orca = ", "orca-replay = "))
+        entry_points["lm_eval.metrics"]["orca"],
+        entry_points["lm_eval.models"]["orca-replay"],
     }
     assert named == targets
     assert "orca_judge.lm_eval_" not in project.replace("orca_judge.lm_eval_samples", "")
