@@ -172,3 +172,43 @@ def test_scorer_orca_gives_the_figures_of_metric_orca_under_lm_eval_0_4_13(tmp_p
     (path,) = sorted((tmp_path / "ref").rglob("results_*.json"))
     reference = json.loads(path.read_text())["results"]["tiny_qa"]
     assert ours == reference
+
+
+def aqua_eval(tasks: Path, out: Path, metadata: dict) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    args = ["--model", "dummy", "--tasks", "tiny_qa", "--include_path", str(tasks)]
+    return subprocess.run(
+        [str(BIN / "aqua"), "eval", *args, "--output_path", str(out), "--log_samples",
+         "--metadata", json.dumps(metadata)],
+        capture_output=True, text=True, timeout=600, env=env,
+    )  # fmt: skip
+
+
+def test_aqua_eval_hands_the_scorer_its_metadata_and_exits_1_when_the_judge_fails(tmp_path):
+    from orca_judge import OrcaJudge
+
+    checkpoint = tiny_trained_checkpoint()
+    metadata = {"orca": {"checkpoint": str(checkpoint)}}  # the entry names no checkpoint
+    tasks = write_task(tmp_path / "ok", "orca", {"output_dir": str(tmp_path / "items")})
+    done = aqua_eval(tasks, tmp_path / "ok" / "out", metadata)
+    assert done.returncode == 0, done.stderr[-3000:]
+    row, replies = results_and_replies(tmp_path / "ok" / "out")
+    records = [
+        {"question": f"What is the bird singing {i}?", "reference": "the sun", "candidate": r}
+        for i, r in enumerate(replies)
+    ]
+    predictions = OrcaJudge.from_pretrained(checkpoint).score(records)
+    expected = sum(p.clamped_unit for p in predictions) / len(predictions)
+    assert row["orca,none"] == pytest.approx(expected, abs=1e-6)
+    # A judge that fails after generation (here: ratings out of range in the docs): samples
+    # kept, NaN figures, and `aqua eval` ends with the failure and exit 1, as on lm-eval 0.4.13.
+    bad = write_task(tmp_path / "bad", "orca", {"ratings_field": "ratings"})
+    data = tmp_path / "bad" / "qa.jsonl"
+    rows = [json.loads(line) for line in data.read_text().splitlines()]
+    data.write_text("".join(json.dumps({**r, "ratings": [3, 9]}) + "\n" for r in rows))
+    done = aqua_eval(bad, tmp_path / "bad" / "out", metadata)
+    assert done.returncode == 1, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("aqua eval: error: tiny_qa/none: orca judge failed ("), last
+    row, replies = results_and_replies(tmp_path / "bad" / "out")
+    assert len(replies) == N_QA and row["orca,none"] != row["orca,none"]  # NaN

@@ -97,8 +97,8 @@ def run_cli(argv: list[str]) -> int:
     sys.argv = [PROG, *argv]
     try:
         check_loggers(flag_value(argv, "--wandb_args", "-w"))
-        check_aqua_settings(requested(argv))
-        with command_line_run() as record, indexing_for(requested(argv)):
+        metadata = check_aqua_settings(requested(argv))
+        with command_line_run(metadata) as record, indexing_for(requested(argv)):
             cli_evaluate()
     except SystemExit as done:
         if done.code == 0 and ("-h" in argv or "--help" in argv):
@@ -136,13 +136,11 @@ def requested(argv: Sequence[str]) -> argparse.Namespace:
     return known
 
 
-def check_aqua_settings(given: argparse.Namespace) -> None:
-    """AquaDataError, before lm-eval starts, for `--metadata` an AQUA run cannot use.
-
-    `--metadata` is read as lm-eval reads it (a JSON object, or `key=value` words); where this
-    reading fails, lm-eval refuses the flag itself, and a `--config` file's settings are
-    checked when the tasks are built.
-    """
+def check_aqua_settings(given: argparse.Namespace) -> dict | None:
+    """The run's `--metadata` as lm-eval reads it (a JSON object, or `key=value` words; None
+    where this reading fails: lm-eval then refuses the flag itself); AquaDataError, before
+    lm-eval starts, for settings an AQUA run cannot use (a `--config` file's are checked when
+    the tasks are built)."""
     import json
 
     from lm_eval.utils import simple_parse_args_string
@@ -150,8 +148,6 @@ def check_aqua_settings(given: argparse.Namespace) -> None:
     from aqua_tasks.core.run_settings import check_aqua_metadata, selects_aqua_tasks
     from aqua_tasks.task.config import check_judge_settings
 
-    if given.config or not selects_aqua_tasks(given.tasks):
-        return
     words = list(given.metadata or [])
     try:
         first = json.loads(words[0]) if words else {}
@@ -162,9 +158,11 @@ def check_aqua_settings(given: argparse.Namespace) -> None:
             for word in words:
                 metadata.update(simple_parse_args_string(word))
     except (ValueError, SyntaxError):
-        return
-    check_aqua_metadata(metadata)
-    check_judge_settings(metadata)
+        return None
+    if not given.config and selects_aqua_tasks(given.tasks):
+        check_aqua_metadata(metadata)
+        check_judge_settings(metadata)
+    return metadata
 
 
 def print_pooled_table(output: Path) -> None:

@@ -21,13 +21,21 @@ from eval_common.cli import fail
 
 @dataclass
 class CliRun:
-    """The evaluations of one command-line run: their results and any judge failures."""
+    """The evaluations of one command-line run: their results, any judge failures, and its
+    `--metadata` (read by the judge scorers of lm-eval 0.5, which hands them no task config)."""
 
     results: list[dict] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    metadata: dict | None = None
 
 
 _ACTIVE: ContextVar[CliRun | None] = ContextVar("aqua_cli_run", default=None)
+
+
+def run_metadata() -> dict | None:
+    """The `--metadata` of the `aqua eval` run in progress (None under plain lm_eval)."""
+    record = _ACTIVE.get()
+    return None if record is None else record.metadata
 
 
 def checked_run(simple_evaluate: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -80,7 +88,7 @@ def check_gen_kwargs(gen_kwargs: object) -> None:
 
 
 @contextmanager
-def command_line_run() -> Iterator[CliRun]:
+def command_line_run(metadata: dict | None = None) -> Iterator[CliRun]:
     """Within: every simple_evaluate's results and judge failures are kept (re-entrant).
 
     lm-eval's command line prints and saves the results but never returns them.
@@ -91,7 +99,7 @@ def command_line_run() -> Iterator[CliRun]:
         return
     from orca_judge.metric.judge_pass import JudgeSession, session_scope
 
-    record = CliRun()
+    record = CliRun(metadata=metadata)
     token = _ACTIVE.set(record)
     try:
         with session_scope(JudgeSession(failures=record.failures)):

@@ -9,8 +9,12 @@ ORCA_CHECKPOINT), loads the judge when the task is built (before any generation)
 reply of the task in one batched pass and reports the same figures as lm-eval 0.4.13 with this
 package (`orca`, `orca_disagreement`, `orca_with_question`, …; `llm_judge`,
 `llm_judge_failed`); the task's other metrics are scored as lm-eval scores them. Per-item
-judge results go to the entry's `output_dir`. One process per run: a run of several processes
-is refused before generation (lm-eval 0.4.13 with this package splits the judging instead).
+judge results go to the entry's `output_dir`. Settings come from the entry, then from the
+`--metadata` of an `aqua eval` run (`{"orca": {...}}`, `{"llm_judge": {...}}`, as under lm-eval
+0.4.13; plain `lm_eval` 0.5 hands a scorer no metadata); a judge that fails leaves its figures
+NaN and the samples written, and `aqua eval` ends with the failure and exit status 1. One
+process per run: a run of several processes is refused before generation (lm-eval 0.4.13 with
+this package splits the judging instead).
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ from lm_eval.api.metrics import Metric
 from lm_eval.scorers import GenScorer, ScoredDoc
 
 from eval_common.jsonio import write_jsonl
+from eval_plugins.lm_eval.cli_run import run_metadata
 from orca_judge.errors import LlmJudgeError, OrcaMetricError
-from orca_judge.metric.judge_pass import JudgeSession
+from orca_judge.metric.judge_pass import JudgeSession, active_session
 from orca_judge.metric.payloads import HIGHER_IS_BETTER, figures_for, judge_inputs, needs_prompt
 from orca_judge.metric.per_item import file_name, write_per_item
 from orca_judge.metric.settings import METRIC, resolve_settings
@@ -95,7 +100,9 @@ class _JudgeScorer(GenScorer):
         entry = _judge_entry(metric_list, cls.METRIC_NAME, where, cls.error())
         _one_process(where, cls.error())
         others = [e for e in metric_list if e.get("metric") != cls.METRIC_NAME]
-        session = JudgeSession()
+        # Failures go to the command-line run's log (`aqua eval` ends with them, exit 1).
+        outer = active_session()
+        session = JudgeSession(failures=outer.failures) if outer is not None else JudgeSession()
         settings, figures = cls.prepare(entry, session, where)
         directions = cls.directions()
         metrics = cls._resolve_metrics(others, output_type or "") if others else []
@@ -142,7 +149,7 @@ class _JudgeScorer(GenScorer):
 
     def score_instances(self, instances: Mapping[int, list[Any]]) -> dict[int, ScoredDoc]:
         scored: dict[int, ScoredDoc] = {}
-        items = []
+        judged = []
         task = ""
         for doc_id, doc_instances in instances.items():
             reference, predictions, metric_kwargs = self._extract_inputs(doc_instances)
@@ -153,14 +160,19 @@ class _JudgeScorer(GenScorer):
                 scores={k: v if isinstance(v, list) else [v] for k, v in others.items()},
             )
             reply = predictions[0] if isinstance(predictions, list) and predictions else ""
-            items.append(self.item_of(doc_instances[0], reply, len(items)))
+            judged.append((doc_instances[0], reply))
             task = str(getattr(doc_instances[0], "task_name", "") or task)
         self.figures = {}
-        if items:
-            try:
+        if judged:
+            try:  # a doc the judge cannot read (bad ratings) fails the pass like the judge
+                items = [
+                    self.item_of(instance, reply, i) for i, (instance, reply) in enumerate(judged)
+                ]
                 self.figures = self.judge_all(task, items)
             except Exception as err:  # the run and its samples survive; the figures are NaN
-                logger.error("%s/%s: %s judge failed (%s)", task, self.name, self.METRIC_NAME, err)
+                message = f"{task}/{self.name}: {self.METRIC_NAME} judge failed ({err})"
+                logger.error("%s; its figures are NaN", message)
+                self.session.failures.append(message)
         return scored
 
     def _dispatch_metrics(self, references, predictions, metric_kwargs=None):
@@ -198,7 +210,7 @@ class OrcaScorer(_JudgeScorer):
 
     @classmethod
     def prepare(cls, entry: dict, session: JudgeSession, where: str):
-        settings = resolve_settings(entry, None, where=where)
+        settings = resolve_settings(entry, run_metadata(), where=where)
         try:
             judge = session.judge(settings)
         except OrcaMetricError as err:
@@ -229,7 +241,7 @@ class LlmJudgeScorer(_JudgeScorer):
 
     @classmethod
     def prepare(cls, entry: dict, session: JudgeSession, where: str):
-        settings = resolve_llm_settings(entry, None, where=where)
+        settings = resolve_llm_settings(entry, run_metadata(), where=where)
         prompted.session_judge(session, settings)  # made now: bad settings stop generation
         return settings, prompted.FIGURES
 
