@@ -13,6 +13,7 @@ import functools
 import json
 import random
 import ssl
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -89,15 +90,43 @@ class RetryPolicy:
 WAIT_NOTED_AFTER = 10.0
 
 
-def waiting_line(who: str, where: str, timeout: float, policy: RetryPolicy) -> str:
-    """Said once when a client starts waiting on a reply: how long a silent server can hold it."""
-    bound = policy.silent_server_seconds(timeout)
-    said = f"{bound:.0f} s" if bound < 120 else f"{bound / 60:.1f} min"
-    return (
-        f"{who}: waiting for {where}; a server that never answers is given up after at most "
-        f"{said} per request (timeout {timeout:g} s × {policy.max_retries + 1} "
-        "tries, with backoff; lower `timeout` or `max_retries` to give up sooner); Ctrl-C stops"
-    )
+@dataclass
+class WaitNotes:
+    """What a client says on stderr while it waits on replies, so a wait never looks stuck:
+    once, how long a silent server can hold it (`policy` None: a local model, no network
+    wait); then a line every minute."""
+
+    who: str  # "llm-judge", "LLM fallback"
+    where: str  # the endpoint, or the model
+    timeout: float
+    max_retries: int
+    policy: RetryPolicy | None
+    bound_said: bool = False
+    minutes_said: int = 0
+
+    def note(self, seconds: float, retries: str = "") -> None:
+        """Called while waiting, `seconds` since a reply last arrived; `retries`: so far."""
+        if self.policy is not None and seconds >= WAIT_NOTED_AFTER and not self.bound_said:
+            self.bound_said = True
+            bound = self.policy.silent_server_seconds(self.timeout)
+            said = f"{bound:.0f} s" if bound < 120 else f"{bound / 60:.1f} min"
+            print(
+                f"{self.who}: waiting for {self.where}; a server that never answers is given up "
+                f"after at most {said} per request (timeout {self.timeout:g} s × "
+                f"{self.policy.max_retries + 1} tries, with backoff; lower `timeout` or "
+                "`max_retries` to give up sooner); Ctrl-C stops",
+                file=sys.stderr,
+            )
+        minute = int(seconds // 60)
+        if minute > self.minutes_said:
+            self.minutes_said = minute
+            so_far = f"; retries so far: {retries}" if retries else ""
+            print(
+                f"{self.who}: no reply from {self.where} for {seconds:.0f} s (timeout "
+                f"{self.timeout:g} s, {self.max_retries} retries per ask){so_far}; Ctrl-C stops "
+                "and keeps what finished",
+                file=sys.stderr,
+            )
 
 
 def redact(text: str, secret: str | None) -> str:

@@ -46,7 +46,7 @@ from aqua_tasks.core.extract.fallback import (
 from aqua_tasks.errors import EndpointError
 from eval_common.concurrent_calls import run_calls
 from eval_common.durable_jsonl import cache_root
-from eval_common.http import WAIT_NOTED_AFTER, RequestFailure, redact, waiting_line
+from eval_common.http import RequestFailure, WaitNotes, redact
 from eval_common.reply_cache import ReplyCache, cache_file_name, cache_key, cache_note
 from orca_judge.prompted.backends import ChatBackend, make_backend
 from orca_judge.prompted.settings import LlmJudgeSettings, build_settings
@@ -109,8 +109,11 @@ class FallbackReader:
         # This process's readings, transport failures included: a reply the batch before
         # `process_results` failed to read is not asked again item by item.
         self._memory: dict[str, int] = {}
-        self._minutes_noted = 0
-        self._bound_said = False  # the silent-server bound, said once
+        where = self.settings.endpoint() or self.settings.model
+        policy = getattr(self.backend, "policy", None)  # a local model has no network wait
+        self._waits = WaitNotes(
+            "LLM fallback", where, self.settings.timeout, self.settings.max_retries, policy
+        )
         self._lock = threading.Lock()
         self._reached = threading.Event()
         self.checked = False
@@ -222,7 +225,7 @@ class FallbackReader:
         calls = [functools.partial(self._ask, options, reply, stop) for options, reply in pairs]
         try:
             readings = run_calls(
-                calls, workers, stop, on_wait=self._note_waiting, abort=self.backend.close
+                calls, workers, stop, on_wait=self._waits.note, abort=self.backend.close
             )
         except RequestFailure as failure:
             self._stop_asking(self._endpoint_error(failure.message, failure.status))
@@ -256,25 +259,6 @@ class FallbackReader:
         return (
             f"{self.broken}; {self.stats.failed} replies left unparsed (n_fallback_failed); {KEPT}"
         )
-
-    def _note_waiting(self, seconds: float) -> None:
-        """Every minute without a reading, one line on stderr: the run is waiting, not stuck."""
-        minute = int(seconds // 60)
-        policy = getattr(self.backend, "policy", None)  # a local model has no network wait
-        if policy is not None and seconds >= WAIT_NOTED_AFTER and not self._bound_said:
-            self._bound_said = True
-            where = self.settings.endpoint() or self.settings.model
-            print(
-                waiting_line("LLM fallback", where, self.settings.timeout, policy), file=sys.stderr
-            )
-        if minute > self._minutes_noted:
-            self._minutes_noted = minute
-            print(
-                f"LLM fallback: no reading from {self.settings.endpoint() or self.settings.model}"
-                f" for {seconds:.0f} s (timeout {self.settings.timeout:g} s, "
-                f"{self.settings.max_retries} retries per ask); Ctrl-C stops",
-                file=sys.stderr,
-            )
 
     def _endpoint_error(self, message: str, status: int | None) -> EndpointError:
         hint = {

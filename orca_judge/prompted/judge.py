@@ -28,7 +28,7 @@ from typing import Any
 from eval_common.cli import progress
 from eval_common.concurrent_calls import run_calls
 from eval_common.durable_jsonl import cache_root
-from eval_common.http import WAIT_NOTED_AFTER, RequestFailure, redact, waiting_line
+from eval_common.http import RequestFailure, WaitNotes, redact
 from eval_common.reply_cache import (
     ReplyCache,
     cache_file_name,
@@ -132,8 +132,11 @@ class PromptedJudge:
                 check=cached_judgement_problem,
             )
         self.stats = JudgeStats()
-        self._minutes_noted = 0
-        self._bound_said = False  # the silent-server bound, said once
+        where = self.settings.endpoint() or self.settings.model
+        policy = getattr(self.backend, "policy", None)  # a local model has no network wait
+        self._waits = WaitNotes(
+            "llm-judge", where, self.settings.timeout, self.settings.max_retries, policy
+        )
         self._lock = threading.Lock()
         self._reached = threading.Event()
 
@@ -219,7 +222,7 @@ class PromptedJudge:
         """One judgement per record, in order; JudgeEndpointError when the endpoint refuses all."""
         items = [item_of(r, i) for i, r in enumerate(records)]
         self.stats = JudgeStats()  # per call: a session's second pass reports its own
-        self._minutes_noted = 0
+        self._waits.minutes_said = 0
         retries_before = Counter(self.backend.stats.by_reason)
         started = time.perf_counter()
         stop = threading.Event()
@@ -243,26 +246,11 @@ class PromptedJudge:
         return judged
 
     def _note_waiting(self, bar: Any, seconds: float, before: Counter) -> None:
-        """Say that replies are awaited: on the bar, and every minute on stderr."""
+        """Say that replies are awaited: on the bar, and on stderr (`WaitNotes`)."""
         retries = Counter(self.backend.stats.by_reason) - before
         said = ", ".join(f"{k}: {v}" for k, v in sorted(retries.items())) or "none yet"
-        note = f"waiting {seconds:.0f} s for a reply; retries {said}"
-        bar.set_postfix_str(note)
-        minute = int(seconds // 60)
-        where = self.settings.endpoint() or self.settings.model
-        policy = getattr(self.backend, "policy", None)  # a local model has no network wait
-        if policy is not None and seconds >= WAIT_NOTED_AFTER and not self._bound_said:
-            self._bound_said = True
-            line = waiting_line("llm-judge", where, self.settings.timeout, policy)
-            print(line, file=sys.stderr)
-        if minute > self._minutes_noted:
-            self._minutes_noted = minute
-            print(
-                f"llm-judge: no judgement from {where} for {seconds:.0f} s (timeout "
-                f"{self.settings.timeout:g} s, {self.settings.max_retries} retries per ask); "
-                f"retries so far: {said}; Ctrl-C stops and keeps what finished",
-                file=sys.stderr,
-            )
+        bar.set_postfix_str(f"waiting {seconds:.0f} s for a reply; retries {said}")
+        self._waits.note(seconds, said)
 
     def _count(self, judged: Sequence[Judgement], seconds: float, before: Counter) -> None:
         s = self.stats

@@ -178,9 +178,9 @@ def test_ctrl_c_stops_a_judge_waiting_on_a_silent_server_within_seconds(silent_s
 
 
 def test_a_wait_on_a_silent_server_says_its_bound_and_keeps_it(silent_server, monkeypatch, capsys):
-    import aqua_tasks.task.fallback as fallback
+    import eval_common.http
 
-    monkeypatch.setattr(fallback, "WAIT_NOTED_AFTER", 0.5)
+    monkeypatch.setattr(eval_common.http, "WAIT_NOTED_AFTER", 0.5)
     # Long enough for the first look at the wait (every 5 s).
     settings = {"base_url": silent_server, "model": "m", "timeout": 3, "max_retries": 1}
     reader = FallbackReader({**settings, "cache": False})
