@@ -158,7 +158,7 @@ for track in TRACKS:
 EOF
 
 echo "== aqua eval: --model aqua-audiolm, $DTYPE on $DEVICE, batch $BATCH"
-"$PY" -m eval_plugins.cli.aqua_eval \
+"$PY" -m eval_plugins.cli.main eval \
     --model aqua-audiolm \
     --model_args "pretrained=$PRETRAINED,device=$DEVICE,dtype=$DTYPE,batch_size=$BATCH,max_gen_toks=$MAX_NEW" \
     --tasks aqua_animal,aqua_music,aqua_vocal --limit "$LIMIT" \

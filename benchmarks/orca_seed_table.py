@@ -317,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
                 record = read_record(record_file, recipe)
             else:
                 command = [
-                    sys.executable, "-m", "orca_judge.cli.train", "--config", str(args.config),
+                    sys.executable, "-m", "orca_judge.cli.main", "train",
+                    "--config", str(args.config),
                     "--seed", str(seed), "--split-seed", str(split_seed),
                     "--heldout-fraction", str(args.heldout_fraction),
                     "--output", str(folder), "--json", "--no-progress",

@@ -54,7 +54,7 @@ except (OSError, ValueError, KeyError, AttributeError):
     sys.exit(1)
 PY
   mkdir -p "$(dirname "$result")"
-  "$PY" -m aqua_tasks.cli.open_judge_check --checkpoint "$run" --data-dir "$AQUA_DATA" \
+  "$PY" -m eval_plugins.cli.main open-judge-check --checkpoint "$run" --data-dir "$AQUA_DATA" \
     --human-items data/orca-human/dev.jsonl --device cpu --json > "$result.tmp" || status=$?
   # 0 fit, 1 not fit: both are the figures when the JSON says the same; a crash (also 1) or
   # anything else is a failure, not a result.
@@ -95,7 +95,7 @@ PY
     table "$recipe" "$runs" "" --seeds "$seed" --split-seeds "$split" >/dev/null || return 1
   done
   mkdir -p "$(dirname "$result")" "$(dirname "$check")"
-  "$PY" -m orca_judge.cli.ensemble "${members[@]}" --output "$folder" --overwrite
+  "$PY" -m orca_judge.cli.main ensemble "${members[@]}" --output "$folder" --overwrite
   local fraction status=0
   fraction=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["recipe"]["heldout_fraction"])' "${members[0]}.json")
   local select=(benchmarks/orca_judge_select.py --part heldout --split-seed "$split"
@@ -103,7 +103,7 @@ PY
   "$PY" "${select[@]}" --checkpoint "${members[@]}" > "$result.members.tmp"
   "$PY" "${select[@]}" --checkpoint "$folder" > "$result.folder.tmp"
   if [[ $1 = abstention* ]]; then  # is the ensemble fit for open-ended AQUA? (0 fit, 1 not)
-    "$PY" -m aqua_tasks.cli.open_judge_check --checkpoint "$folder" --data-dir "$AQUA_DATA" \
+    "$PY" -m eval_plugins.cli.main open-judge-check --checkpoint "$folder" --data-dir "$AQUA_DATA" \
       --human-items data/orca-human/dev.jsonl --device cpu --json > "$check.tmp" || status=$?
   fi
   "$PY" - "$result" "$check" "$status" "${members[@]/%/.json}" <<'PY' || { rm -f "$result".*.tmp "$check.tmp"; return 1; }

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Mapping, Sequence
 
 from aqua_tasks.audio.clips import AudioRoots, fix_hint
@@ -164,7 +163,3 @@ def _run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `aqua audio`; returns the exit status."""
     return _run(build_parser().parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -114,7 +113,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(check_markdown(check))
     return 0 if fit else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

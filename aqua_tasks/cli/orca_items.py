@@ -98,7 +98,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"orca score --input {out} ..."
     )
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

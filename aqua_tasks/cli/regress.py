@@ -235,7 +235,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     # stdout stays pure JSON with --json; failures go to stderr, where CI logs show them.
     print(f"{PROG}: {line}", file=sys.stderr if code or args.json else sys.stdout)
     return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -240,7 +239,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         for kind, path in written.items():
             print(f"wrote {kind}: {path}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

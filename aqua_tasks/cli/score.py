@@ -175,7 +175,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print_scores(scores, args.results, args.data_dir)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -72,7 +71,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         "not enough: rejecting everything gives CA = 100 with a low Ori."
     )
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -196,7 +196,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bad_json := json_flag_problem(given):
         return fail(PROG, bad_json)
     return run_cli(given)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

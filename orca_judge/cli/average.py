@@ -63,7 +63,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{report.max_truncation_error:.2e}, median {report.median_truncation_error:.2e}"
         )
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

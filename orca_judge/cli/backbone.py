@@ -45,7 +45,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.output, args.name, gguf=args.gguf, sha256=args.sha256, overwrite=args.overwrite
     )
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

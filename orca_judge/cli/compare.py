@@ -106,7 +106,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(items)} human-rated items from {args.items}; scores on [0, 1]")
     print(table(rows))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -56,7 +56,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         listed = ", ".join(f"{m['folder']} ({m['fingerprint']})" for m in members)
         print(f"wrote an ensemble of {len(members)} judges to {args.output}: {listed}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -65,7 +65,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     left_out = "; ".join(f"{n} rows with {reason}" for reason, n in ratings.skipped.items())
     print(f"wrote {files} to {args.output}" + (f"; left out {left_out}" if left_out else ""))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -79,7 +79,3 @@ def main(argv: list[str] | None = None) -> int:
         figures = f"rho {m['rho']:.3f}  tau {m['tau']:.3f}  MAE_mu {m['mae_mu']:.3f}"
         print(f"agreement (n={m['n']}): {figures}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -160,7 +160,3 @@ def main(argv: list[str] | None = None) -> int:
                 f"{kind:8s} rho {m['rho']:.3f}  tau {m['tau']:.3f}  MAE_mu {m['mae_mu']:.3f}{var}"
             )
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -87,7 +87,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"questions of {len(items)} items to {output}"
         )
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

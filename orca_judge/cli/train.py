@@ -198,7 +198,3 @@ def main(argv: list[str] | None = None) -> int:
             )
         print(f"checkpoint: {args.output}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -51,8 +51,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _two_ranks(module: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    """`torchrun --nproc_per_node 2 -m module args` on CPU (gloo), as a user would start it."""
+def _two_ranks(command: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """`torchrun --nproc_per_node 2 -m orca_judge.cli.main command args` on CPU (gloo), as a
+    user would start it."""
     command = [
         sys.executable,
         "-m",
@@ -64,7 +65,8 @@ def _two_ranks(module: str, args: list[str], cwd: Path) -> subprocess.CompletedP
         "--master_port",
         str(_free_port()),
         "-m",
-        module,
+        "orca_judge.cli.main",
+        command,
         *args,
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""}
@@ -94,9 +96,7 @@ def runs(tmp_path_factory):
         os.chdir(cwd)
     assert one_code == 0
     (root / "two").mkdir()
-    two = _two_ranks(
-        "orca_judge.cli.train", [*data, "--output", "two/judge", *TRAIN_FLAGS], cwd=root
-    )
+    two = _two_ranks("train", [*data, "--output", "two/judge", *TRAIN_FLAGS], cwd=root)
     assert two.returncode == 0, two.stderr[-3000:]
     one_summary = json.loads((root / "one" / "judge" / "metrics.json").read_text())
     return root, one_summary, json.loads(two.stdout)
@@ -166,7 +166,7 @@ def test_two_processes_score_items_exactly_as_one_process_does(runs, capsys):
     finally:
         os.chdir(cwd)
     one = json.loads(capsys.readouterr().out)
-    two = _two_ranks("orca_judge.cli.score", [*args, "--no-progress"], cwd=root)
+    two = _two_ranks("score", [*args, "--no-progress"], cwd=root)
     assert two.returncode == 0, two.stderr[-3000:]
     assert json.loads(two.stdout) == one  # rank 0 printed once, with every item
     assert len(one["predictions"]) == 23
@@ -191,9 +191,7 @@ def test_a_run_cut_short_on_one_process_resumes_on_two_and_ends_as_one_process_d
     monkeypatch.chdir(root)
     with pytest.raises(Interrupt):
         cli_train.main([*data, "--output", "cut/judge", *TRAIN_FLAGS])
-    resumed = _two_ranks(
-        "orca_judge.cli.train", [*data, "--output", "cut/judge", *TRAIN_FLAGS], cwd=root
-    )
+    resumed = _two_ranks("train", [*data, "--output", "cut/judge", *TRAIN_FLAGS], cwd=root)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert json.loads(resumed.stdout)["stages"][0]["dev"] == pytest.approx(one["dev"], rel=1e-5)
     log = [json.loads(line) for line in (root / "cut" / "judge-run" / "log.jsonl").open()]
