@@ -129,7 +129,7 @@ def test_scorer_llm_judge_rates_every_reply_through_the_endpoint(tmp_path):
     row, _ = results_and_replies(tmp_path / "out")
     (per_item,) = sorted((tmp_path / "items").glob("llm_judge_tiny_qa_none_*.jsonl"))
     rows = [json.loads(line) for line in per_item.read_text().splitlines()]
-    assert len(rows) == N_QA == len(state.requests)
+    assert len(rows) == N_QA == len(state.requests) - 1  # and the test item before generation
     ratings = [(r["rating"] - 1) / 4 for r in rows]
     assert row["llm_judge,none"] == pytest.approx(sum(ratings) / len(ratings))
     assert row["llm_judge_failed,none"] == 0.0

@@ -43,6 +43,15 @@ from orca_judge.prompted.reply import read_reply, unit
 from orca_judge.prompted.settings import LlmJudgeSettings
 
 ITEM_FIELDS = ("question", "reference", "rationale", "transcript", "candidate")
+# The item a run's judge rates before any generation (key, model, reply form).
+PROBE_ITEM = {
+    "id": "probe",
+    "question": "Which animal is heard in the clip?",
+    "reference": "a dog barking",
+    "rationale": "",
+    "transcript": "",
+    "candidate": "A dog is barking.",
+}
 FAILURES_LISTED = 10
 
 
@@ -139,6 +148,28 @@ class PromptedJudge:
         )
         self._lock = threading.Lock()
         self._reached = threading.Event()
+
+    def check_endpoint(self) -> None:
+        """JudgeEndpointError unless the model rates one small test item in the form asked for;
+        never cached. A run calls it before any generation, so a wrong key, model or judge
+        costs no reply."""
+        messages = first_messages(PROBE_ITEM)
+        problem = ""
+        for _ in range(self.settings.max_attempts):
+            try:
+                reply = self.backend.complete(messages, threading.Event())
+            except RequestFailure as failure:
+                raise self._endpoint_error(failure.message, failure.status) from None
+            read = read_reply(reply.text)
+            if read.rating is not None:
+                return
+            problem = str(read.problem)
+            messages = re_ask(messages, reply.text, problem)
+        raise JudgeEndpointError(
+            f"llm_judge: {self.settings.model!r} answered the test item checked before "
+            f"generation {self.settings.max_attempts} times, never in the form asked for "
+            f"({problem}); choose a model that follows the rating instruction"
+        )
 
     def describe(self) -> dict[str, Any]:
         """Which judge, with which prompt: recorded with every figure and per-item row."""

@@ -65,10 +65,13 @@ def doc_less_payloads(references: Sequence[Any], predictions: Sequence[Any], **e
 
 
 def session_judge(session: JudgeSession, settings: LlmJudgeSettings) -> PromptedJudge:
-    """The session's prompted judge for these settings, made once per evaluation."""
+    """The session's prompted judge for these settings, made once per evaluation and asked
+    one test item then (`check_endpoint`): the wiring makes it before any generation."""
     key = (METRIC, settings.judge_key())
     if key not in session.judges:
-        session.judges[key] = PromptedJudge(settings)
+        judge = PromptedJudge(settings)
+        judge.check_endpoint()
+        session.judges[key] = judge
     return session.judges[key]
 
 

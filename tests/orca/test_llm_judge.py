@@ -269,14 +269,15 @@ def test_metric_llm_judge_under_plain_lm_eval_then_a_rerun_from_the_cache(stub, 
     figures = results["results"]["tiny_judged"]
     # The dummy model's reply shares no word with "the sun": every item rated 1.
     assert figures["llm_judge,none"] == 0.0 and figures["llm_judge_failed,none"] == 0.0
-    assert sent == 5 and "5 asked, 0 from cache" in err
+    # Five items and the test item every run's judge rates before generation (never cached).
+    assert sent == 5 + 1 and "5 asked, 0 from cache" in err
     recorded = results["configs"]["tiny_judged"]["metadata"]["llm_judge_inputs"]
     assert recorded["prompt_version"] == PROMPT_VERSION and recorded["model"] == "judge-m"
     rows = list((tmp_path / "out-entry").rglob("llm_judge_tiny_judged_*.jsonl"))
     assert rows and len(rows[0].read_text().splitlines()) == 5
     # Settings through --metadata; the same judge, prompt and items: served from the cache.
     results, sent, err = runs["metadata"]
-    assert sent == 0 and "0 asked, 5 from cache" in err
+    assert sent == 1 and "0 asked, 5 from cache" in err
     assert results["results"]["tiny_judged"]["llm_judge,none"] == 0.0
 
 
@@ -299,3 +300,32 @@ def test_orca_compare_refuses_an_empty_item_file(tmp_path, capsys):
     assert orca_compare(["--items", str(tmp_path / "empty.jsonl"), "--constant", "3"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("orca compare: error: ") and "no items" in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        (StubConfig(require_audio=False, api_key="right"), "HTTP 401"),
+        (StubConfig(require_audio=False, reply=lambda _: "Quite good, I would say."),
+         "answered the test item checked before generation 3 times, never in the form"),
+    ],
+)  # fmt: skip
+def test_a_judge_that_cannot_rate_stops_the_run_before_any_generation(tmp_path, config, expected):
+    server, state = start_stub(config)
+    data = write_jsonl(tmp_path / "qa.jsonl", [{"id": "q", "question": "Q?", "answer": "a"}])
+    settings = f"base_url: {stub_url(server)}\n    model: judge-m\n    api_key_env: JUDGE_KEY"
+    (tmp_path / "tiny_judged.yaml").write_text(LLM_TASK.format(data=data, settings=settings))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "JUDGE_KEY": "k"}
+    try:
+        proc = subprocess.run(
+            [str(BIN / "aqua"), "eval", "--model", "dummy", "--tasks", "tiny_judged",
+             "--include_path", str(tmp_path), "--output_path", str(tmp_path / "out")],
+            capture_output=True, text=True, timeout=600, env=env,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Running generate_until requests" not in proc.stderr
+    assert expected in proc.stderr.strip().splitlines()[-1]
+    assert len(state.requests) <= 3  # the test item only (and its re-asks)
