@@ -48,7 +48,7 @@ from eval_common.concurrent_calls import run_calls
 from eval_common.durable_jsonl import cache_root
 from eval_common.http import RequestFailure, WaitNotes, redact
 from eval_common.reply_cache import ReplyCache, cache_file_name, cache_key, cache_note
-from orca_judge.prompted.backends import ChatBackend, make_backend
+from orca_judge.prompted.backends import ChatBackend, form_problem, make_backend
 from orca_judge.prompted.settings import LlmJudgeSettings, build_settings
 
 WHERE = "--metadata fallback"
@@ -125,19 +125,21 @@ class FallbackReader:
         called before any generation, so a wrong key, model or reader costs no reply."""
         if self.checked:
             return
+
+        def problem_of(text: str) -> str | None:
+            read = read_fallback_reply(text, len(PROBE_OPTIONS))
+            return None if read.reading is not None else str(read.problem)
+
         messages = fallback_messages(PROBE_OPTIONS, PROBE_REPLY)
-        problem = ""
-        for _ in range(self.settings.max_attempts):
-            try:
-                answer = self.backend.complete(messages, threading.Event())
-            except RequestFailure as failure:
-                raise self._endpoint_error(failure.message, failure.status) from None
-            read = read_fallback_reply(answer.text, len(PROBE_OPTIONS))
-            if read.reading is not None:
-                self.checked = True
-                return
-            problem = str(read.problem)
-            messages = re_ask(messages, answer.text, problem)
+        try:
+            problem = form_problem(
+                self.backend, messages, problem_of, re_ask, self.settings.max_attempts
+            )
+        except RequestFailure as failure:
+            raise self._endpoint_error(failure.message, failure.status) from None
+        self.checked = problem is None
+        if self.checked:
+            return
         raise EndpointError(
             f"LLM fallback: {self.settings.model!r} answered the test reply checked before "
             f"generation {self.settings.max_attempts} times, never in the form asked for "

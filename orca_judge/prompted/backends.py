@@ -11,6 +11,7 @@ import os
 import random
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -195,3 +196,24 @@ def make_backend(settings: LlmJudgeSettings, sleep: Any = None) -> ChatBackend:
     if settings.backend == "hf":
         return HFChatBackend(settings)
     return OpenAIChatBackend(settings, sleep=sleep)
+
+
+def form_problem(
+    backend: ChatBackend,
+    messages: list[dict[str, str]],
+    problem_of: Callable[[str], str | None],
+    re_ask: Callable[[list[dict[str, str]], str, str], list[dict[str, str]]],
+    attempts: int,
+) -> str | None:
+    """Ask until a reply is in the form asked for (`problem_of(text)` None), re-asking with the
+    problem, at most `attempts` times: None when one was, else the last problem. A request
+    that fails raises its RequestFailure. The one test ask of a client made before a run's
+    first generation (the LLM fallback's reader, `metric: llm_judge`)."""
+    problem = "no reply"
+    for _ in range(attempts):
+        text = backend.complete(messages, threading.Event()).text
+        problem = problem_of(text)
+        if problem is None:
+            return None
+        messages = re_ask(messages, text, problem)
+    return problem

@@ -37,7 +37,7 @@ from eval_common.reply_cache import (
     count_problem,
 )
 from orca_judge.errors import JudgeEndpointError
-from orca_judge.prompted.backends import ChatBackend, make_backend
+from orca_judge.prompted.backends import ChatBackend, form_problem, make_backend
 from orca_judge.prompted.prompt import PROMPT_VERSION, first_messages, re_ask
 from orca_judge.prompted.reply import read_reply, unit
 from orca_judge.prompted.settings import LlmJudgeSettings
@@ -153,18 +153,20 @@ class PromptedJudge:
         """JudgeEndpointError unless the model rates one small test item in the form asked for;
         never cached. A run calls it before any generation, so a wrong key, model or judge
         costs no reply."""
+
+        def problem_of(text: str) -> str | None:
+            read = read_reply(text)
+            return None if read.rating is not None else str(read.problem)
+
         messages = first_messages(PROBE_ITEM)
-        problem = ""
-        for _ in range(self.settings.max_attempts):
-            try:
-                reply = self.backend.complete(messages, threading.Event())
-            except RequestFailure as failure:
-                raise self._endpoint_error(failure.message, failure.status) from None
-            read = read_reply(reply.text)
-            if read.rating is not None:
-                return
-            problem = str(read.problem)
-            messages = re_ask(messages, reply.text, problem)
+        try:
+            problem = form_problem(
+                self.backend, messages, problem_of, re_ask, self.settings.max_attempts
+            )
+        except RequestFailure as failure:
+            raise self._endpoint_error(failure.message, failure.status) from None
+        if problem is None:
+            return
         raise JudgeEndpointError(
             f"llm_judge: {self.settings.model!r} answered the test item checked before "
             f"generation {self.settings.max_attempts} times, never in the form asked for "
