@@ -146,7 +146,9 @@ def build_backbone(
     if sha256 is not None and (len(sha256) != 64 or set(sha256.lower()) - set("0123456789abcdef")):
         raise BackboneLoadError(f"sha256 {sha256!r}: expected 64 hexadecimal digits")
     output = Path(output)
-    if output.exists() and not overwrite and (not output.is_dir() or any(output.iterdir())):
+    if output.exists() and not output.is_dir():
+        raise BackboneLoadError(f"{output} is a file, not a folder; choose another --output")
+    if output.exists() and not overwrite and any(output.iterdir()):
         raise BackboneLoadError(
             f"{output} already exists; choose another folder or pass --overwrite to replace it"
         )

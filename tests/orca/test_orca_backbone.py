@@ -68,6 +68,11 @@ def test_an_existing_folder_is_kept_unless_overwrite(tiny_gguf, tmp_path, capsys
     assert (out / "mine.txt").read_text() == "a user's file"
     assert orca([*args, "--overwrite"]) == 0
     assert not (out / "mine.txt").exists() and (out / "model.safetensors").is_file()
+    (tmp_path / "a-file").write_text("a user's file")
+    args = ["backbone", "--gguf", str(tiny_gguf), "--output", str(tmp_path / "a-file")]
+    assert orca([*args, "--overwrite"]) == 2
+    assert "a-file is a file, not a folder; choose another --output" in _error(capsys)
+    assert (tmp_path / "a-file").read_text() == "a user's file"
 
 
 def test_a_missing_package_names_the_install_command(tmp_path, capsys, monkeypatch):
